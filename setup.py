@@ -1,0 +1,37 @@
+"""Builds the C parts at install time; everything else is in pyproject.toml.
+
+* quicklaunch._launch: the fast launch path (a CPython extension, NumPy C API).
+* quicklaunch.backends.cpu._runtime: the CPU device runtime, plain C with no
+  Python dependency (loaded with ctypes; the benchmarks' C baseline dlopens it).
+* quicklaunch.bench._floor: the do-nothing extension function that is the
+  floor of any Python launcher, for the launch benchmark.
+"""
+import numpy
+from setuptools import Extension, setup
+
+C_FLAGS = ["-O3", "-std=gnu11", "-Wall", "-Wno-missing-field-initializers"]
+
+setup(
+    ext_modules=[
+        Extension(
+            "quicklaunch._launch",
+            sources=["src/quicklaunch/_launch.c"],
+            depends=["src/quicklaunch/_launch_types.h", "src/quicklaunch/_convert.h",
+                     "src/quicklaunch/backends/cpu/include/ql_cpu_abi.h"],
+            include_dirs=[numpy.get_include(), "src/quicklaunch"],
+            extra_compile_args=C_FLAGS,
+        ),
+        Extension(
+            "quicklaunch.backends.cpu._runtime",
+            sources=["src/quicklaunch/backends/cpu/runtime.c"],
+            depends=["src/quicklaunch/backends/cpu/include/ql_cpu_abi.h"],
+            extra_compile_args=C_FLAGS,
+            libraries=["pthread"],
+        ),
+        Extension(
+            "quicklaunch.bench._floor",
+            sources=["src/quicklaunch/bench/_floor.c"],
+            extra_compile_args=C_FLAGS,
+        ),
+    ],
+)

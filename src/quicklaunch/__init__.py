@@ -1,0 +1,23 @@
+"""quicklaunch: compile CUDA C++ kernels and launch them with the lowest host
+overhead CPython allows, on GPUs and on the CPU, from the same source."""
+from __future__ import annotations
+
+from . import _launch
+from .devices import Device, default_device, device
+from .errors import (CacheError, CompileError, CudaError, DeviceError, LaunchError,
+                     LaunchOverflowError, LaunchTypeError, LaunchValueError,
+                     QuicklaunchError)
+from .memory import Buffer, asarray, empty, zeros
+from .module import Kernel, KernelNotFoundError, Module, Param, compile
+
+_launch._register_errors(LaunchError, LaunchTypeError, LaunchValueError, LaunchOverflowError)
+Launcher = _launch.Launcher
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "compile", "Module", "Kernel", "Launcher", "Param", "device", "default_device", "Device",
+    "Buffer", "empty", "zeros", "asarray", "QuicklaunchError", "CompileError", "LaunchError",
+    "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
+    "DeviceError", "CudaError", "KernelNotFoundError", "__version__",
+]

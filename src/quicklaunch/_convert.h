@@ -1,0 +1,87 @@
+/* Scalar conversions for the launcher: Python numbers to the C types of
+ * kernel parameters, with range checks. Static inline, hot path only.
+ * Every function returns 0 on success, -1 with a Python exception set. */
+#ifndef QL_CONVERT_H
+#define QL_CONVERT_H
+
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+/* Rounds a finite or special double to a narrow IEEE-style binary format
+ * (half: 5/10 bits, bfloat16: 8/7 bits) with round-to-nearest-even,
+ * correctly for subnormals, without double rounding through float. */
+static inline uint16_t ql_double_to_narrow(double d, int exp_bits, int mant_bits) {
+    uint64_t b;
+    memcpy(&b, &d, 8);
+    const uint16_t sign = (uint16_t)((b >> 63) << (exp_bits + mant_bits));
+    const int bias = (1 << (exp_bits - 1)) - 1;
+    const int exp = (int)((b >> 52) & 0x7ff);
+    const uint64_t mant = b & ((1ull << 52) - 1);
+    const uint16_t inf = (uint16_t)(((1u << exp_bits) - 1) << mant_bits);
+    if (exp == 0x7ff) /* inf or nan (quiet nan keeps the top mantissa bit) */
+        return (uint16_t)(sign | inf | (mant ? (1u << (mant_bits - 1)) : 0));
+    if (exp == 0 && mant == 0) return sign;
+    int e = exp - 1023;
+    uint64_t m = mant | (1ull << 52);  /* doubles' subnormals are far below ours */
+    int shift = 52 - mant_bits;
+    uint64_t biased;
+    if (e >= 1 - bias) {
+        biased = (uint64_t)(e + bias);
+    } else { /* our subnormal: shift further */
+        shift += (1 - bias) - e;
+        biased = 0;
+        if (shift > 63) return sign;
+    }
+    uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1), half = 1ull << (shift - 1);
+    if (biased) q &= (1ull << mant_bits) - 1;
+    if (rem > half || (rem == half && (q & 1))) ++q;  /* may carry into the exponent */
+    uint64_t r = (biased << mant_bits) + q;
+    if (r >= inf) return (uint16_t)(sign | inf);
+    return (uint16_t)(sign | r);
+}
+
+/* Integer in [lo, hi] from a Python int (or an object with __index__). */
+static inline int ql_as_int64(PyObject *o, int64_t lo, int64_t hi, int64_t *out,
+                              int *overflow) {
+    long long v;
+    *overflow = 0;
+    if (PyLong_CheckExact(o)) {
+        v = PyLong_AsLongLongAndOverflow(o, overflow);
+    } else {
+        PyObject *idx = PyNumber_Index(o);
+        if (!idx) return -1;
+        v = PyLong_AsLongLongAndOverflow(idx, overflow);
+        Py_DECREF(idx);
+    }
+    if (v == -1 && PyErr_Occurred()) return -1;
+    if (*overflow || v < lo || v > hi) { *overflow = 1; return 0; }
+    *out = v;
+    return 0;
+}
+
+static inline int ql_as_uint64(PyObject *o, uint64_t hi, uint64_t *out, int *overflow) {
+    PyObject *idx = PyLong_CheckExact(o) ? (Py_INCREF(o), o) : PyNumber_Index(o);
+    if (!idx) return -1;
+    int sign_overflow = 0;
+    long long s = PyLong_AsLongLongAndOverflow(idx, &sign_overflow);
+    unsigned long long v = 0;
+    *overflow = 0;
+    if (s == -1 && !sign_overflow && PyErr_Occurred()) { Py_DECREF(idx); return -1; }
+    if (sign_overflow < 0 || (!sign_overflow && s < 0)) {
+        *overflow = 1;                       /* negative */
+    } else if (!sign_overflow) {
+        v = (unsigned long long)s;
+    } else {
+        v = PyLong_AsUnsignedLongLong(idx);  /* above 2**63 - 1 */
+        if (v == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); *overflow = 1; }
+    }
+    Py_DECREF(idx);
+    if (*overflow) return 0;
+    if (v > hi) { *overflow = 1; return 0; }
+    *out = v;
+    return 0;
+}
+
+#endif

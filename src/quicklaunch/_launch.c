@@ -1,0 +1,469 @@
+/* quicklaunch._launch: the fast launch path, for every backend.
+ *
+ * Everything that depends only on the kernel (backend entry, function handle,
+ * parameter layout and type codes) lives in a KernelCore, built once.
+ * Everything that depends only on the launch configuration lives in a
+ * Launcher, built once and cached per configuration. Per call: one vectorcall,
+ * one pass over the arguments writing into a parameter block on the C stack,
+ * one call through the backend's cuLaunchKernel-shaped function pointer.
+ * No Python object is allocated on that path.
+ *
+ * Messages for bad input name the kernel, the parameter and the fix; they
+ * are built only once a call has already failed. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
+#include <float.h>
+
+#include "_convert.h"
+#include "backends/cpu/include/ql_cpu_abi.h" /* the type codes */
+
+#define QL_MAX_PARAMS 512
+#define QL_MAX_PARAM_BYTES 4096
+#define QL_CONFIG_CACHE_MAX 256
+
+typedef int (*ql_launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz,
+                            unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                            void *stream, void **params, void **extra);
+
+/* Exceptions, registered from quicklaunch.errors at import. */
+static PyObject *LaunchError, *LaunchTypeError, *LaunchValueError, *LaunchOverflowError;
+
+typedef struct {
+    PyObject_HEAD
+    ql_launch_fn launch;
+    void *func;
+    uint32_t nparams, param_bytes;
+    uint8_t codes[QL_MAX_PARAMS];
+    uint16_t sizes[QL_MAX_PARAMS];
+    uint16_t offsets[QL_MAX_PARAMS];
+    int device_id;
+    int host_memory;          /* NumPy arrays and host buffers are device memory */
+    uint64_t inline_threads;  /* keep the GIL for launches this small */
+    uint32_t max_block[3], max_grid[3], max_threads, max_shared;
+    PyObject *name, *param_names, *device_name, *error_hook;
+    PyObject *configs;        /* dict: subscript key -> Launcher */
+    PyObject *last_key, *last_launcher;
+} KernelCore;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    KernelCore *kernel;
+    uint32_t grid[3], block[3], shared;
+    void *stream;
+    PyObject *stream_obj;
+    int release_gil;
+} Launcher;
+
+typedef struct {
+    PyObject_HEAD
+    uintptr_t ptr;
+    Py_ssize_t nbytes;
+    int device_id;
+    int readonly;
+    PyObject *owner;
+} BufferBase;
+
+static PyTypeObject KernelCoreType, LauncherType, BufferBaseType;
+
+/* ---------------------------------------------------------------- errors */
+
+static int arg_error(KernelCore *k, uint32_t i, PyObject *exc, const char *fmt, ...) {
+    char detail[512];
+    va_list ap;
+    va_start(ap, fmt);
+    PyOS_vsnprintf(detail, sizeof detail, fmt, ap);
+    va_end(ap);
+    PyErr_Format(exc, "kernel '%U', parameter %u '%U': %s", k->name, i + 1,
+                 PyTuple_GET_ITEM(k->param_names, i), detail);
+    return -1;
+}
+
+static const char *kind_text(uint8_t code) {
+    static const char *names[] = {"?", "pointer", "const pointer", "int8", "int16",
+                                  "int32", "int64", "uint8", "uint16", "uint32",
+                                  "uint64", "__half", "__nv_bfloat16", "float",
+                                  "double", "bool", "struct", "invalid"};
+    return code < sizeof names / sizeof *names ? names[code] : "?";
+}
+
+static int wrong_kind(KernelCore *k, uint32_t i, PyObject *o, const char *wanted) {
+    return arg_error(k, i, LaunchTypeError, "expects %s (C type %s), got %.100s",
+                     wanted, kind_text(k->codes[i]), Py_TYPE(o)->tp_name);
+}
+
+/* -------------------------------------------------------------- pointers */
+
+static int pointer_from_buffer_protocol(KernelCore *k, uint32_t i, PyObject *o, void **out) {
+    int writable = k->codes[i] == QL_KIND_PTR;
+    Py_buffer view;
+    if (PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) {
+        PyErr_Clear();
+        if (writable && PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS) == 0) {
+            PyBuffer_Release(&view);
+            return arg_error(k, i, LaunchValueError,
+                             "the %.100s is read-only but the parameter is a non-const "
+                             "pointer; pass a writable copy or declare the parameter const",
+                             Py_TYPE(o)->tp_name);
+        }
+        return arg_error(k, i, LaunchValueError,
+                         "the %.100s is not C-contiguous; pass a contiguous copy",
+                         Py_TYPE(o)->tp_name);
+    }
+    *out = view.buf;
+    PyBuffer_Release(&view);
+    return 0;
+}
+
+static int pointer_from_array_interface(KernelCore *k, uint32_t i, PyObject *o,
+                                        PyObject *iface, void **out) {
+    PyObject *data = PyDict_Check(iface) ? PyDict_GetItemString(iface, "data") : NULL;
+    PyObject *strides = PyDict_Check(iface) ? PyDict_GetItemString(iface, "strides") : NULL;
+    if (!data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
+        return arg_error(k, i, LaunchTypeError,
+                         "the __array_interface__ of %.100s has no (pointer, read_only) "
+                         "'data' entry", Py_TYPE(o)->tp_name);
+    if (strides && strides != Py_None)
+        return arg_error(k, i, LaunchValueError,
+                         "the %.100s is strided; pass a C-contiguous copy", Py_TYPE(o)->tp_name);
+    if (k->codes[i] == QL_KIND_PTR && PyObject_IsTrue(PyTuple_GET_ITEM(data, 1)) == 1)
+        return arg_error(k, i, LaunchValueError,
+                         "the %.100s is read-only but the parameter is a non-const pointer; "
+                         "pass a writable copy or declare the parameter const",
+                         Py_TYPE(o)->tp_name);
+    *out = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out) {
+    if (o == Py_None) { *out = NULL; return 0; }
+    if (PyBool_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o))
+        return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
+    if (PyLong_Check(o)) {
+        void *p = PyLong_AsVoidPtr(o);
+        if (p == NULL && PyErr_Occurred()) {
+            PyErr_Clear();
+            return arg_error(k, i, LaunchOverflowError,
+                             "the int is not a valid address (negative or above 2**64 - 1)");
+        }
+        *out = p;
+        return 0;
+    }
+    if (!k->host_memory)
+        return arg_error(k, i, LaunchTypeError,
+                         "a %.100s is host memory, not memory of device %U; "
+                         "copy it with ql.asarray(x, device=...)",
+                         Py_TYPE(o)->tp_name, k->device_name);
+    if (PyObject_CheckBuffer(o)) return pointer_from_buffer_protocol(k, i, o, out);
+    PyObject *iface = PyObject_GetAttrString(o, "__array_interface__");
+    if (iface) {
+        int r = pointer_from_array_interface(k, i, o, iface, out);
+        Py_DECREF(iface);
+        return r;
+    }
+    PyErr_Clear();
+    return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
+}
+
+static inline int pack_pointer(KernelCore *k, uint32_t i, PyObject *o, void **out) {
+    if (PyArray_Check(o)) {
+        PyArrayObject *a = (PyArrayObject *)o;
+        int flags = PyArray_FLAGS(a);
+        if (!k->host_memory)
+            return arg_error(k, i, LaunchTypeError,
+                             "a NumPy array is host memory, not memory of device %U; "
+                             "copy it with ql.asarray(x, device=...)", k->device_name);
+        if (!(flags & NPY_ARRAY_C_CONTIGUOUS))
+            return arg_error(k, i, LaunchValueError,
+                             "the array is not C-contiguous; pass np.ascontiguousarray(x)");
+        if (!(flags & NPY_ARRAY_WRITEABLE) && k->codes[i] == QL_KIND_PTR)
+            return arg_error(k, i, LaunchValueError,
+                             "the array is read-only but the parameter is a non-const "
+                             "pointer; pass a writable copy or declare the parameter const");
+        *out = PyArray_DATA(a);
+        return 0;
+    }
+    if (PyObject_TypeCheck(o, &BufferBaseType)) {
+        BufferBase *b = (BufferBase *)o;
+        if (b->device_id != k->device_id)
+            return arg_error(k, i, LaunchValueError,
+                             "the buffer lives on another device than the kernel (%U); "
+                             "copy it there with ql.asarray(x, device=...)", k->device_name);
+        if (b->readonly && k->codes[i] == QL_KIND_PTR)
+            return arg_error(k, i, LaunchValueError,
+                             "the buffer is read-only but the parameter is a non-const pointer");
+        *out = (void *)b->ptr;
+        return 0;
+    }
+    return pointer_slow(k, i, o, out);
+}
+
+/* --------------------------------------------------------------- scalars */
+
+static int pack_integer(KernelCore *k, uint32_t i, PyObject *o, char *slot) {
+    static const int64_t lo[] = {INT8_MIN, INT16_MIN, INT32_MIN, INT64_MIN};
+    static const int64_t hi[] = {INT8_MAX, INT16_MAX, INT32_MAX, INT64_MAX};
+    static const uint64_t uhi[] = {UINT8_MAX, UINT16_MAX, UINT32_MAX, UINT64_MAX};
+    uint8_t code = k->codes[i];
+    int overflow;
+    if (!PyLong_CheckExact(o) && (PyFloat_Check(o) || PyArray_Check(o) ||
+                                  !PyIndex_Check(o))) {
+        if (PyFloat_Check(o) || PyArray_IsScalar(o, Floating))
+            return arg_error(k, i, LaunchTypeError,
+                             "expects an integer (C type %s), got a float; convert it "
+                             "with int(x) if truncation is intended", kind_text(code));
+        return wrong_kind(k, i, o, "an integer");
+    }
+    if (code <= QL_KIND_I64) {
+        int w = code - QL_KIND_I8;
+        int64_t v;
+        if (ql_as_int64(o, lo[w], hi[w], &v, &overflow) < 0) return -1;
+        if (overflow) goto out_of_range;
+        switch (w) {
+        case 0: *(int8_t *)slot = (int8_t)v; break;
+        case 1: *(int16_t *)slot = (int16_t)v; break;
+        case 2: *(int32_t *)slot = (int32_t)v; break;
+        default: *(int64_t *)slot = v;
+        }
+        return 0;
+    } else {
+        int w = code - QL_KIND_U8;
+        uint64_t v;
+        if (ql_as_uint64(o, uhi[w], &v, &overflow) < 0) return -1;
+        if (overflow) goto out_of_range;
+        switch (w) {
+        case 0: *(uint8_t *)slot = (uint8_t)v; break;
+        case 1: *(uint16_t *)slot = (uint16_t)v; break;
+        case 2: *(uint32_t *)slot = (uint32_t)v; break;
+        default: *(uint64_t *)slot = v;
+        }
+        return 0;
+    }
+out_of_range:
+    if (code <= QL_KIND_I64) {
+        int w = code - QL_KIND_I8;
+        return arg_error(k, i, LaunchOverflowError, "%R is out of range for %s [%lld, %lld]",
+                         o, kind_text(code), (long long)lo[w], (long long)hi[w]);
+    }
+    return arg_error(k, i, LaunchOverflowError, "%R is out of range for %s [0, %llu]", o,
+                     kind_text(code), (unsigned long long)uhi[code - QL_KIND_U8]);
+}
+
+static int pack_floating(KernelCore *k, uint32_t i, PyObject *o, char *slot) {
+    double d;
+    uint8_t code = k->codes[i];
+    if (PyFloat_CheckExact(o)) {
+        d = PyFloat_AS_DOUBLE(o);
+    } else if (PyLong_CheckExact(o)) {
+        d = PyLong_AsDouble(o);
+        if (d == -1.0 && PyErr_Occurred()) {
+            PyErr_Clear();
+            return arg_error(k, i, LaunchOverflowError, "the int is too large for %s",
+                             kind_text(code));
+        }
+    } else if (PyFloat_Check(o) || PyLong_Check(o) || PyArray_IsScalar(o, Number)) {
+        d = PyFloat_AsDouble(o);
+        if (d == -1.0 && PyErr_Occurred()) return -1;
+    } else {
+        return wrong_kind(k, i, o, "a real number");
+    }
+    switch (code) {
+    case QL_KIND_F64: memcpy(slot, &d, 8); return 0;
+    case QL_KIND_F32: {
+        float f = (float)d;
+        if (isinf(f) && isfinite(d)) break;
+        memcpy(slot, &f, 4);
+        return 0;
+    }
+    default: { /* F16, BF16 */
+        int half = code == QL_KIND_F16;
+        uint16_t h = ql_double_to_narrow(d, half ? 5 : 8, half ? 10 : 7);
+        if ((h & 0x7fff) == (half ? 0x7c00 : 0x7f80) && isfinite(d)) break;
+        memcpy(slot, &h, 2);
+        return 0;
+    }
+    }
+    return arg_error(k, i, LaunchOverflowError, "%R is out of range for %s (it would become "
+                     "infinity); pass float('inf') if that is intended", o, kind_text(code));
+}
+
+static int pack_bool(KernelCore *k, uint32_t i, PyObject *o, char *slot) {
+    if (o == Py_True || o == Py_False) { *slot = o == Py_True; return 0; }
+    if (PyArray_IsScalar(o, Bool)) { *slot = PyObject_IsTrue(o) == 1; return 0; }
+    if (PyLong_CheckExact(o)) {
+        int overflow;
+        long v = PyLong_AsLongAndOverflow(o, &overflow);
+        if (!overflow && (v == 0 || v == 1)) { *slot = (char)v; return 0; }
+        return arg_error(k, i, LaunchValueError, "expects a bool, got the int %R", o);
+    }
+    return wrong_kind(k, i, o, "a bool");
+}
+
+static int pack_struct(KernelCore *k, uint32_t i, PyObject *o, char *slot) {
+    Py_buffer view;
+    if (!PyObject_CheckBuffer(o) || PyObject_GetBuffer(o, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear();
+        return wrong_kind(k, i, o, "a struct: bytes, a NumPy structured scalar or a "
+                                   "ctypes structure");
+    }
+    Py_ssize_t len = view.len;
+    if (len == k->sizes[i]) memcpy(slot, view.buf, (size_t)len);
+    PyBuffer_Release(&view);
+    if (len != k->sizes[i])
+        return arg_error(k, i, LaunchValueError,
+                         "the struct is %zd bytes but the parameter's type is %u bytes; "
+                         "match the C layout (mind padding and alignment)",
+                         len, (unsigned)k->sizes[i]);
+    return 0;
+}
+
+/* One pass over the arguments into the parameter block. */
+static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, void **ptrs) {
+    for (uint32_t i = 0; i < k->nparams; ++i) {
+        char *slot = block + k->offsets[i];
+        PyObject *o = args[i];
+        ptrs[i] = slot;
+        switch (k->codes[i]) {
+        case QL_KIND_PTR:
+        case QL_KIND_PTR_CONST:
+            if (pack_pointer(k, i, o, (void **)slot) < 0) return -1;
+            break;
+        case QL_KIND_I32:
+            if (PyLong_CheckExact(o)) {
+                int overflow;
+                long v = PyLong_AsLongAndOverflow(o, &overflow);
+                if (!overflow && v >= INT32_MIN && v <= INT32_MAX) {
+                    *(int32_t *)slot = (int32_t)v;
+                    break;
+                }
+            }
+            if (pack_integer(k, i, o, slot) < 0) return -1;
+            break;
+        case QL_KIND_F32:
+            if (PyFloat_CheckExact(o)) {
+                double d = PyFloat_AS_DOUBLE(o);
+                float f = (float)d;
+                if (!isinf(f) || !isfinite(d)) {
+                    memcpy(slot, &f, 4);
+                    break;
+                }
+            }
+            if (pack_floating(k, i, o, slot) < 0) return -1;
+            break;
+        case QL_KIND_I8: case QL_KIND_I16: case QL_KIND_I64:
+        case QL_KIND_U8: case QL_KIND_U16: case QL_KIND_U32: case QL_KIND_U64:
+            if (pack_integer(k, i, o, slot) < 0) return -1;
+            break;
+        case QL_KIND_F16: case QL_KIND_BF16: case QL_KIND_F64:
+            if (pack_floating(k, i, o, slot) < 0) return -1;
+            break;
+        case QL_KIND_BOOL:
+            if (pack_bool(k, i, o, slot) < 0) return -1;
+            break;
+        default:
+            if (pack_struct(k, i, o, slot) < 0) return -1;
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------ the launch */
+
+static int count_error(KernelCore *k, Py_ssize_t nargs) {
+    PyErr_Format(LaunchTypeError, "kernel '%U' takes %u argument%s %R, got %zd",
+                 k->name, k->nparams, k->nparams == 1 ? "" : "s", k->param_names, nargs);
+    return -1;
+}
+
+static int backend_error(KernelCore *k, int status) {
+    PyObject *exc = PyObject_CallFunction(k->error_hook, "Oi", (PyObject *)k, status);
+    if (exc) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+    return -1;
+}
+
+static int do_launch(KernelCore *k, const uint32_t *grid, const uint32_t *block,
+                     uint32_t shared, void *stream, int release_gil,
+                     PyObject *const *args, Py_ssize_t nargs) {
+    _Alignas(64) char params[QL_MAX_PARAM_BYTES];
+    void *ptrs[QL_MAX_PARAMS];
+    if ((uint32_t)nargs != k->nparams) return count_error(k, nargs);
+    if (pack_args(k, args, params, ptrs) < 0) return -1;
+    int status;
+    if (release_gil) {
+        Py_BEGIN_ALLOW_THREADS
+        status = k->launch(k->func, grid[0], grid[1], grid[2], block[0], block[1],
+                           block[2], shared, stream, ptrs, NULL);
+        Py_END_ALLOW_THREADS
+    } else {
+        status = k->launch(k->func, grid[0], grid[1], grid[2], block[0], block[1],
+                           block[2], shared, stream, ptrs, NULL);
+    }
+    return status ? backend_error(k, status) : 0;
+}
+
+static PyObject *launcher_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames) {
+    Launcher *l = (Launcher *)self;
+    if (kwnames && PyTuple_GET_SIZE(kwnames)) {
+        PyErr_Format(LaunchTypeError, "kernel '%U' takes its arguments by position, in the "
+                     "order %R", l->kernel->name, l->kernel->param_names);
+        return NULL;
+    }
+    if (do_launch(l->kernel, l->grid, l->block, l->shared, l->stream, l->release_gil, args,
+                  PyVectorcall_NARGS(nargsf)) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+#include "_launch_types.h"
+
+/* -------------------------------------------------------------- module */
+
+static PyObject *register_errors(PyObject *m, PyObject *args) {
+    PyObject *a, *b, *c, *d;
+    if (!PyArg_ParseTuple(args, "OOOO", &a, &b, &c, &d)) return NULL;
+    Py_XSETREF(LaunchError, Py_NewRef(a));
+    Py_XSETREF(LaunchTypeError, Py_NewRef(b));
+    Py_XSETREF(LaunchValueError, Py_NewRef(c));
+    Py_XSETREF(LaunchOverflowError, Py_NewRef(d));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"_register_errors", register_errors, METH_VARARGS,
+     "Register quicklaunch.errors' launch exceptions with the launcher."},
+    {NULL}};
+
+static struct PyModuleDef launch_module = {
+    PyModuleDef_HEAD_INIT, "quicklaunch._launch",
+    "The fast launch path: KernelCore, Launcher and Buffer base types.", -1,
+    module_methods};
+
+PyMODINIT_FUNC PyInit__launch(void) {
+    import_array();
+    LaunchError = Py_NewRef(PyExc_RuntimeError);
+    LaunchTypeError = Py_NewRef(PyExc_TypeError);
+    LaunchValueError = Py_NewRef(PyExc_ValueError);
+    LaunchOverflowError = Py_NewRef(PyExc_OverflowError);
+    if (PyType_Ready(&KernelCoreType) < 0 || PyType_Ready(&LauncherType) < 0 ||
+        PyType_Ready(&BufferBaseType) < 0)
+        return NULL;
+    PyObject *m = PyModule_Create(&launch_module);
+    if (!m) return NULL;
+    if (PyModule_AddObjectRef(m, "KernelCore", (PyObject *)&KernelCoreType) < 0 ||
+        PyModule_AddObjectRef(m, "Launcher", (PyObject *)&LauncherType) < 0 ||
+        PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufferBaseType) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_PARAMS", QL_MAX_PARAMS) < 0 ||
+        PyModule_AddIntConstant(m, "MAX_PARAM_BYTES", QL_MAX_PARAM_BYTES) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,534 @@
+/* quicklaunch._launch, part 2: the object types. Construction, validation
+ * of launch configurations, the per-configuration Launcher cache and the
+ * Buffer base type. Included once, by _launch.c. Nothing here runs per call
+ * on the configured-launcher path. */
+
+/* ------------------------------------------------------ configurations */
+
+static int dim_error(KernelCore *k, const char *what, PyObject *o) {
+    PyErr_Format(LaunchTypeError,
+                 "kernel '%U': %s must be a positive int or a tuple of 1 to 3 positive "
+                 "ints, got %R", k->name, what, o);
+    return -1;
+}
+
+static int parse_dims(KernelCore *k, PyObject *o, const char *what, uint32_t out[3]) {
+    out[0] = out[1] = out[2] = 1;
+    PyObject *items[3] = {o, NULL, NULL};
+    Py_ssize_t n = 1;
+    if (PyTuple_Check(o)) {
+        n = PyTuple_GET_SIZE(o);
+        if (n < 1 || n > 3) return dim_error(k, what, o);
+        for (Py_ssize_t j = 0; j < n; ++j) items[j] = PyTuple_GET_ITEM(o, j);
+    }
+    for (Py_ssize_t j = 0; j < n; ++j) {
+        PyObject *v = items[j];
+        if (PyBool_Check(v) || PyFloat_Check(v) || !PyIndex_Check(v)) return dim_error(k, what, o);
+        PyObject *idx = PyNumber_Index(v);
+        if (!idx) return -1;
+        int overflow;
+        long long x = PyLong_AsLongLongAndOverflow(idx, &overflow);
+        Py_DECREF(idx);
+        if (overflow || x < 1 || x > 0xffffffffLL) {
+            PyErr_Format(LaunchValueError,
+                         "kernel '%U': %s dimension %c is %R; each dimension must be "
+                         "between 1 and the device's limit", k->name, what, "xyz"[j], v);
+            return -1;
+        }
+        out[j] = (uint32_t)x;
+    }
+    return 0;
+}
+
+static int check_config(KernelCore *k, const uint32_t grid[3], const uint32_t block[3],
+                        long long shared) {
+    for (int j = 0; j < 3; ++j) {
+        if (block[j] > k->max_block[j]) {
+            PyErr_Format(LaunchValueError,
+                         "kernel '%U': block dimension %c is %u; device %U allows at most "
+                         "(%u, %u, %u)", k->name, "xyz"[j], block[j], k->device_name,
+                         k->max_block[0], k->max_block[1], k->max_block[2]);
+            return -1;
+        }
+        if (grid[j] > k->max_grid[j]) {
+            PyErr_Format(LaunchValueError,
+                         "kernel '%U': grid dimension %c is %u; device %U allows at most "
+                         "(%u, %u, %u); use a larger block or loop inside the kernel",
+                         k->name, "xyz"[j], grid[j], k->device_name, k->max_grid[0],
+                         k->max_grid[1], k->max_grid[2]);
+            return -1;
+        }
+    }
+    uint64_t threads = (uint64_t)block[0] * block[1] * block[2];
+    if (threads > k->max_threads) {
+        PyErr_Format(LaunchValueError,
+                     "kernel '%U': block (%u, %u, %u) has %llu threads; device %U allows "
+                     "at most %u per block; use a smaller block and more blocks", k->name,
+                     block[0], block[1], block[2], (unsigned long long)threads,
+                     k->device_name, k->max_threads);
+        return -1;
+    }
+    if (shared < 0 || shared > k->max_shared) {
+        PyErr_Format(LaunchValueError,
+                     "kernel '%U': shared_mem is %lld bytes; device %U allows 0 to %u",
+                     k->name, shared, k->device_name, k->max_shared);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_shared(KernelCore *k, PyObject *o, long long *out) {
+    *out = 0;
+    if (!o || o == Py_None) return 0;
+    if (PyBool_Check(o) || PyFloat_Check(o) || !PyIndex_Check(o)) {
+        PyErr_Format(LaunchTypeError, "kernel '%U': shared_mem must be an int number of "
+                     "bytes, got %.100s", k->name, Py_TYPE(o)->tp_name);
+        return -1;
+    }
+    int overflow;
+    PyObject *idx = PyNumber_Index(o);
+    if (!idx) return -1;
+    *out = PyLong_AsLongLongAndOverflow(idx, &overflow);
+    Py_DECREF(idx);
+    if (overflow) *out = -1;
+    return 0;
+}
+
+/* A stream: None (the default stream), a raw int handle, or an object that
+ * exports __cuda_stream__() -> (version, handle). */
+static int parse_stream(KernelCore *k, PyObject *o, void **out) {
+    *out = NULL;
+    if (!o || o == Py_None) return 0;
+    PyObject *handle = NULL;
+    if (PyLong_Check(o) && !PyBool_Check(o)) {
+        handle = Py_NewRef(o);
+    } else {
+        PyObject *t = PyObject_CallMethod(o, "__cuda_stream__", NULL);
+        if (t && PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2)
+            handle = Py_NewRef(PyTuple_GET_ITEM(t, 1));
+        Py_XDECREF(t);
+        if (!handle) {
+            PyErr_Clear();
+            PyErr_Format(LaunchTypeError, "kernel '%U': stream must be None, a ql.Stream, "
+                         "an object with __cuda_stream__ or an int handle, got %.100s",
+                         k->name, Py_TYPE(o)->tp_name);
+            return -1;
+        }
+    }
+    *out = PyLong_AsVoidPtr(handle);
+    Py_DECREF(handle);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+static int wants_gil_release(KernelCore *k, const uint32_t *grid, const uint32_t *block) {
+    uint64_t threads = (uint64_t)grid[0] * grid[1] * grid[2] *
+                       ((uint64_t)block[0] * block[1] * block[2]);
+    return threads > k->inline_threads;
+}
+
+static PyObject *make_launcher(KernelCore *k, PyObject *grid_o, PyObject *block_o,
+                               PyObject *shared_o, PyObject *stream_o) {
+    uint32_t grid[3], block[3];
+    long long shared;
+    void *stream;
+    if (parse_dims(k, grid_o, "grid", grid) < 0 || parse_dims(k, block_o, "block", block) < 0 ||
+        parse_shared(k, shared_o, &shared) < 0 || check_config(k, grid, block, shared) < 0 ||
+        parse_stream(k, stream_o, &stream) < 0)
+        return NULL;
+    Launcher *l = PyObject_GC_New(Launcher, &LauncherType);
+    if (!l) return NULL;
+    l->vectorcall = launcher_vectorcall;
+    l->kernel = (KernelCore *)Py_NewRef(k);
+    memcpy(l->grid, grid, sizeof grid);
+    memcpy(l->block, block, sizeof block);
+    l->shared = (uint32_t)shared;
+    l->stream = stream;
+    l->stream_obj = Py_NewRef(stream_o ? stream_o : Py_None);
+    l->release_gil = wants_gil_release(k, grid, block);
+    PyObject_GC_Track(l);
+    return (PyObject *)l;
+}
+
+/* ------------------------------------------------------------ KernelCore */
+
+static int read_u32_triple(PyObject *o, uint32_t out[3], const char *what) {
+    if (!PyArg_ParseTuple(o, "III", &out[0], &out[1], &out[2])) {
+        PyErr_Format(PyExc_TypeError, "%s must be a tuple of three ints", what);
+        return -1;
+    }
+    return 0;
+}
+
+static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
+    KernelCore *k = (KernelCore *)self;
+    static char *names[] = {"name", "param_names", "codes", "sizes", "aligns", "launch",
+                            "func", "device_id", "device_name", "host_memory",
+                            "inline_threads", "max_block", "max_grid", "max_threads",
+                            "max_shared", "error_hook", NULL};
+    PyObject *name, *pnames, *sizes, *aligns, *dname, *mb, *mg, *hook;
+    Py_buffer codes;
+    unsigned long long launch, func, inline_threads;
+    int device_id, host_memory;
+    unsigned int max_threads, max_shared;
+    if (k->launch) {
+        PyErr_SetString(PyExc_RuntimeError, "KernelCore is already initialised");
+        return -1;
+    }
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!y*OOKKiUpKOOIIO", names, &name,
+                                     &PyTuple_Type, &pnames, &codes, &sizes, &aligns,
+                                     &launch, &func, &device_id, &dname, &host_memory,
+                                     &inline_threads, &mb, &mg, &max_threads, &max_shared,
+                                     &hook))
+        return -1;
+    Py_ssize_t n = codes.len;
+    int rc = -1;
+    PyObject *sz = PySequence_Fast(sizes, "sizes must be a sequence");
+    PyObject *al = sz ? PySequence_Fast(aligns, "aligns must be a sequence") : NULL;
+    if (!al) goto done;
+    if (n > QL_MAX_PARAMS || PyTuple_GET_SIZE(pnames) != n ||
+        PySequence_Fast_GET_SIZE(sz) != n || PySequence_Fast_GET_SIZE(al) != n) {
+        PyErr_Format(LaunchValueError, "kernel '%U': %zd parameters; the launcher takes "
+                     "at most %d and needs a name, size and alignment for each",
+                     name, n, QL_MAX_PARAMS);
+        goto done;
+    }
+    if (!launch || !PyCallable_Check(hook)) {
+        PyErr_SetString(PyExc_ValueError, "a backend launch entry and error hook are required");
+        goto done;
+    }
+    size_t off = 0;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        size_t s = PyLong_AsSize_t(PySequence_Fast_GET_ITEM(sz, i));
+        size_t a = PyLong_AsSize_t(PySequence_Fast_GET_ITEM(al, i));
+        if (PyErr_Occurred()) goto done;
+        uint8_t c = ((uint8_t *)codes.buf)[i];
+        if (c < QL_KIND_PTR || c > QL_KIND_STRUCT || !a || (a & (a - 1)) || a > 64) {
+            PyErr_Format(LaunchValueError, "kernel '%U', parameter %zd '%U': a kernel "
+                         "cannot take this type by value (kind %d, alignment %zu); pass "
+                         "a pointer", name, i + 1, PyTuple_GET_ITEM(pnames, i), c, a);
+            goto done;
+        }
+        off = (off + a - 1) & ~(a - 1);
+        k->codes[i] = c;
+        k->sizes[i] = (uint16_t)s;
+        k->offsets[i] = (uint16_t)off;
+        off += s;
+        if (off > QL_MAX_PARAM_BYTES) {
+            PyErr_Format(LaunchValueError, "kernel '%U': its parameters take more than %d "
+                         "bytes; pass large structs through a pointer", name,
+                         QL_MAX_PARAM_BYTES);
+            goto done;
+        }
+    }
+    if (read_u32_triple(mb, k->max_block, "max_block") < 0 ||
+        read_u32_triple(mg, k->max_grid, "max_grid") < 0)
+        goto done;
+    k->nparams = (uint32_t)n;
+    k->param_bytes = (uint32_t)off;
+    k->func = (void *)(uintptr_t)func;
+    k->device_id = device_id;
+    k->host_memory = host_memory;
+    k->inline_threads = inline_threads;
+    k->max_threads = max_threads;
+    k->max_shared = max_shared;
+    k->name = Py_NewRef(name);
+    k->param_names = Py_NewRef(pnames);
+    k->device_name = Py_NewRef(dname);
+    k->error_hook = Py_NewRef(hook);
+    k->configs = PyDict_New();
+    if (!k->configs) goto done;
+    k->launch = (ql_launch_fn)(uintptr_t)launch;
+    rc = 0;
+done:
+    Py_XDECREF(sz);
+    Py_XDECREF(al);
+    PyBuffer_Release(&codes);
+    return rc;
+}
+
+static int core_ready(KernelCore *k) {
+    if (k->launch) return 1;
+    PyErr_SetString(LaunchError, "this kernel was not initialised; get kernels from a "
+                    "module: ql.compile(...).get_kernel(name)");
+    return 0;
+}
+
+/* k[grid, block], k[grid, block, shared_mem], k[grid, block, shared_mem, stream]. */
+static PyObject *core_subscript(PyObject *self, PyObject *key) {
+    KernelCore *k = (KernelCore *)self;
+    if (!core_ready(k)) return NULL;
+    PyObject *last = k->last_key;
+    if (last == key) return Py_NewRef(k->last_launcher);
+    if (last && PyTuple_CheckExact(key) && PyTuple_GET_SIZE(key) == PyTuple_GET_SIZE(last)) {
+        Py_ssize_t j, n = PyTuple_GET_SIZE(key);
+        for (j = 0; j < n && PyTuple_GET_ITEM(key, j) == PyTuple_GET_ITEM(last, j); ++j) {}
+        if (j == n) return Py_NewRef(k->last_launcher);
+    }
+    if (!PyTuple_Check(key) || PyTuple_GET_SIZE(key) < 2 || PyTuple_GET_SIZE(key) > 4) {
+        PyErr_Format(LaunchTypeError, "kernel '%U': index with [grid, block], [grid, block, "
+                     "shared_mem] or [grid, block, shared_mem, stream]", k->name);
+        return NULL;
+    }
+    PyObject *l = PyDict_GetItemWithError(k->configs, key);
+    if (l) {
+        Py_INCREF(l);
+    } else {
+        if (PyErr_Occurred()) PyErr_Clear(); /* unhashable: build without caching */
+        Py_ssize_t n = PyTuple_GET_SIZE(key);
+        l = make_launcher(k, PyTuple_GET_ITEM(key, 0), PyTuple_GET_ITEM(key, 1),
+                          n > 2 ? PyTuple_GET_ITEM(key, 2) : NULL,
+                          n > 3 ? PyTuple_GET_ITEM(key, 3) : NULL);
+        if (!l) return NULL;
+        if (PyDict_GET_SIZE(k->configs) >= QL_CONFIG_CACHE_MAX) PyDict_Clear(k->configs);
+        if (PyDict_SetItem(k->configs, key, l) < 0) PyErr_Clear();
+    }
+    Py_XSETREF(k->last_key, Py_NewRef(key));
+    Py_XSETREF(k->last_launcher, Py_NewRef(l));
+    return l;
+}
+
+static PyObject *core_configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                PyObject *kwnames) {
+    static const char *const kws[] = {"shared_mem", "stream"};
+    KernelCore *k = (KernelCore *)self;
+    PyObject *opt[2] = {NULL, NULL};
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (!core_ready(k)) return NULL;
+    if (nargs < 2 || nargs > 4) {
+        PyErr_Format(LaunchTypeError, "kernel '%U': configure(grid, block, shared_mem=0, "
+                     "stream=None) takes 2 to 4 positional arguments", k->name);
+        return NULL;
+    }
+    for (Py_ssize_t j = 2; j < nargs; ++j) opt[j - 2] = args[j];
+    for (Py_ssize_t j = 0; j < nkw; ++j) {
+        PyObject *kn = PyTuple_GET_ITEM(kwnames, j);
+        int slot = PyUnicode_CompareWithASCIIString(kn, kws[0]) == 0   ? 0
+                   : PyUnicode_CompareWithASCIIString(kn, kws[1]) == 0 ? 1 : -1;
+        if (slot < 0 || opt[slot]) {
+            PyErr_Format(LaunchTypeError, "kernel '%U': configure() got an unexpected or "
+                         "repeated keyword '%U'", k->name, kn);
+            return NULL;
+        }
+        opt[slot] = args[nargs + j];
+    }
+    return make_launcher(k, args[0], args[1], opt[0], opt[1]);
+}
+
+/* k.launch(grid, block, *args, shared_mem=0, stream=None): no Launcher kept. */
+static PyObject *core_launch(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                             PyObject *kwnames) {
+    KernelCore *k = (KernelCore *)self;
+    PyObject *shared_o = NULL, *stream_o = NULL;
+    uint32_t grid[3], block[3];
+    long long shared;
+    void *stream;
+    if (!core_ready(k)) return NULL;
+    if (nargs < 2) {
+        PyErr_Format(LaunchTypeError, "kernel '%U': launch(grid, block, *args) needs a grid "
+                     "and a block", k->name);
+        return NULL;
+    }
+    for (Py_ssize_t j = 0, nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0; j < nkw; ++j) {
+        PyObject *kn = PyTuple_GET_ITEM(kwnames, j);
+        if (PyUnicode_CompareWithASCIIString(kn, "shared_mem") == 0) shared_o = args[nargs + j];
+        else if (PyUnicode_CompareWithASCIIString(kn, "stream") == 0) stream_o = args[nargs + j];
+        else {
+            PyErr_Format(LaunchTypeError, "kernel '%U': launch() got an unexpected keyword "
+                         "'%U'; kernel arguments are positional", k->name, kn);
+            return NULL;
+        }
+    }
+    if (parse_dims(k, args[0], "grid", grid) < 0 || parse_dims(k, args[1], "block", block) < 0 ||
+        parse_shared(k, shared_o, &shared) < 0 || check_config(k, grid, block, shared) < 0 ||
+        parse_stream(k, stream_o, &stream) < 0)
+        return NULL;
+    if (do_launch(k, grid, block, (uint32_t)shared, stream, wants_gil_release(k, grid, block),
+                  args + 2, nargs - 2) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *core_layout(PyObject *self, PyObject *unused) {
+    KernelCore *k = (KernelCore *)self;
+    if (!core_ready(k)) return NULL;
+    PyObject *t = PyTuple_New(k->nparams);
+    for (uint32_t i = 0; t && i < k->nparams; ++i) {
+        PyObject *row = Py_BuildValue("(iII)", k->codes[i], (unsigned)k->sizes[i],
+                                      (unsigned)k->offsets[i]);
+        if (!row) { Py_CLEAR(t); break; }
+        PyTuple_SET_ITEM(t, i, row);
+    }
+    return t;
+}
+
+static int core_traverse(PyObject *self, visitproc visit, void *arg) {
+    KernelCore *k = (KernelCore *)self;
+    Py_VISIT(k->error_hook);
+    Py_VISIT(k->configs);
+    Py_VISIT(k->last_key);
+    Py_VISIT(k->last_launcher);
+    return 0;
+}
+
+static int core_clear(PyObject *self) {
+    KernelCore *k = (KernelCore *)self;
+    Py_CLEAR(k->error_hook);
+    Py_CLEAR(k->configs);
+    Py_CLEAR(k->last_key);
+    Py_CLEAR(k->last_launcher);
+    return 0;
+}
+
+static void core_dealloc(PyObject *self) {
+    KernelCore *k = (KernelCore *)self;
+    PyObject_GC_UnTrack(self);
+    core_clear(self);
+    Py_CLEAR(k->name);
+    Py_CLEAR(k->param_names);
+    Py_CLEAR(k->device_name);
+    Py_TYPE(self)->tp_free(self); /* a subclass' dealloc releases its heap type */
+}
+
+static PyMethodDef core_methods[] = {
+    {"configure", (PyCFunction)(void (*)(void))core_configure, METH_FASTCALL | METH_KEYWORDS,
+     "configure(grid, block, shared_mem=0, stream=None) -> Launcher bound to that config"},
+    {"launch", (PyCFunction)(void (*)(void))core_launch, METH_FASTCALL | METH_KEYWORDS,
+     "launch(grid, block, *args, shared_mem=0, stream=None): launch once"},
+    {"_layout", core_layout, METH_NOARGS,
+     "((type code, size, offset), ...) of the parameter block"},
+    {NULL}};
+
+static PyMappingMethods core_mapping = {NULL, core_subscript, NULL};
+
+static PyTypeObject KernelCoreType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "quicklaunch._launch.KernelCore",
+    .tp_basicsize = sizeof(KernelCore),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A compiled kernel's launch data: backend entry, handle, parameter layout.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = core_init,
+    .tp_dealloc = core_dealloc,
+    .tp_traverse = core_traverse,
+    .tp_clear = core_clear,
+    .tp_as_mapping = &core_mapping,
+    .tp_methods = core_methods,
+};
+
+/* -------------------------------------------------------------- Launcher */
+
+static int launcher_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(((Launcher *)self)->kernel);
+    Py_VISIT(((Launcher *)self)->stream_obj);
+    return 0;
+}
+
+static int launcher_clear(PyObject *self) {
+    Py_CLEAR(((Launcher *)self)->stream_obj);
+    return 0; /* the kernel stays: a call may still be running on another thread */
+}
+
+static void launcher_dealloc(PyObject *self) {
+    Launcher *l = (Launcher *)self;
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(l->kernel);
+    Py_CLEAR(l->stream_obj);
+    PyObject_GC_Del(self);
+}
+
+static PyObject *launcher_get(PyObject *self, void *which) {
+    Launcher *l = (Launcher *)self;
+    switch ((int)(intptr_t)which) {
+    case 0: return Py_NewRef((PyObject *)l->kernel);
+    case 1: return Py_BuildValue("(III)", l->grid[0], l->grid[1], l->grid[2]);
+    case 2: return Py_BuildValue("(III)", l->block[0], l->block[1], l->block[2]);
+    case 3: return PyLong_FromUnsignedLong(l->shared);
+    default: return Py_NewRef(l->stream_obj);
+    }
+}
+
+static PyObject *launcher_repr(PyObject *self) {
+    Launcher *l = (Launcher *)self;
+    return PyUnicode_FromFormat("<Launcher %U[(%u, %u, %u), (%u, %u, %u), %u]>",
+                                l->kernel->name, l->grid[0], l->grid[1], l->grid[2],
+                                l->block[0], l->block[1], l->block[2], l->shared);
+}
+
+static PyGetSetDef launcher_getset[] = {
+    {"kernel", launcher_get, NULL, "the kernel", (void *)0},
+    {"grid", launcher_get, NULL, "grid dimensions (x, y, z)", (void *)1},
+    {"block", launcher_get, NULL, "block dimensions (x, y, z)", (void *)2},
+    {"shared_mem", launcher_get, NULL, "dynamic shared memory in bytes", (void *)3},
+    {"stream", launcher_get, NULL, "the stream, as given", (void *)4},
+    {NULL}};
+
+static PyTypeObject LauncherType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "quicklaunch._launch.Launcher",
+    .tp_basicsize = sizeof(Launcher),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "A kernel bound to one launch configuration; call it with the kernel's "
+              "arguments.",
+    .tp_vectorcall_offset = offsetof(Launcher, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_dealloc = launcher_dealloc,
+    .tp_traverse = launcher_traverse,
+    .tp_clear = launcher_clear,
+    .tp_repr = launcher_repr,
+    .tp_getset = launcher_getset,
+};
+
+/* ---------------------------------------------------------------- Buffer */
+
+static int buffer_init(PyObject *self, PyObject *args, PyObject *kw) {
+    BufferBase *b = (BufferBase *)self;
+    static char *names[] = {"ptr", "nbytes", "device_id", "readonly", "owner", NULL};
+    unsigned long long ptr;
+    Py_ssize_t nbytes;
+    int device_id, readonly = 0;
+    PyObject *owner = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Kni|pO", names, &ptr, &nbytes, &device_id,
+                                     &readonly, &owner))
+        return -1;
+    b->ptr = (uintptr_t)ptr;
+    b->nbytes = nbytes;
+    b->device_id = device_id;
+    b->readonly = readonly;
+    Py_XSETREF(b->owner, Py_NewRef(owner));
+    return 0;
+}
+
+static int buffer_traverse(PyObject *self, visitproc visit, void *arg) {
+    Py_VISIT(((BufferBase *)self)->owner);
+    return 0;
+}
+
+static int buffer_clear(PyObject *self) {
+    Py_CLEAR(((BufferBase *)self)->owner);
+    return 0;
+}
+
+static void buffer_dealloc(PyObject *self) {
+    PyObject_GC_UnTrack(self);
+    buffer_clear(self);
+    Py_TYPE(self)->tp_free(self);
+}
+
+static PyMemberDef buffer_members[] = {
+    {"ptr", T_ULONGLONG, offsetof(BufferBase, ptr), READONLY, "device address"},
+    {"nbytes", T_PYSSIZET, offsetof(BufferBase, nbytes), READONLY, "size in bytes"},
+    {"device_id", T_INT, offsetof(BufferBase, device_id), READONLY, "owning device's id"},
+    {"readonly", T_BOOL, offsetof(BufferBase, readonly), READONLY, "read-only memory"},
+    {"owner", T_OBJECT, offsetof(BufferBase, owner), READONLY, "keeps the memory alive"},
+    {NULL}};
+
+static PyTypeObject BufferBaseType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "quicklaunch._launch.Buffer",
+    .tp_basicsize = sizeof(BufferBase),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_doc = "Device memory as the launcher reads it: address, size, device, owner.",
+    .tp_new = PyType_GenericNew,
+    .tp_init = buffer_init,
+    .tp_dealloc = buffer_dealloc,
+    .tp_traverse = buffer_traverse,
+    .tp_clear = buffer_clear,
+    .tp_members = buffer_members,
+};

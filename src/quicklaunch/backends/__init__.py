@@ -1,0 +1,1 @@
+"""Device backends, one package each behind a compile/load/launch interface."""

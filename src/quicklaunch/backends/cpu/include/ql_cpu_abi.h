@@ -1,0 +1,69 @@
+/* The contract between a compiled CPU kernel module and the CPU runtime.
+ *
+ * A kernel module (a shared object built from the user's source, the CUDA
+ * shim and ql_cpu_export.h) exports one table, `__ql_module`. The runtime
+ * receives a `const ql_cpu_kernel *` as the `f` argument of its
+ * cuLaunchKernel-shaped entry and calls `run` for ranges of blocks, from
+ * several worker threads at once. Neither side links against the other.
+ *
+ * Plain C, included by C (the runtime) and C++ (kernel modules). */
+#ifndef QL_CPU_ABI_H
+#define QL_CPU_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QL_CPU_ABI_VERSION 1u
+
+/* Parameter kinds, as reflected by the compiler. These are also the type
+ * codes the C launcher reads (see _launch.c), so keep them in sync. */
+enum ql_kind {
+    QL_KIND_PTR = 1,        /* pointer to writable memory */
+    QL_KIND_PTR_CONST = 2,  /* pointer to const memory */
+    QL_KIND_I8 = 3, QL_KIND_I16 = 4, QL_KIND_I32 = 5, QL_KIND_I64 = 6,
+    QL_KIND_U8 = 7, QL_KIND_U16 = 8, QL_KIND_U32 = 9, QL_KIND_U64 = 10,
+    QL_KIND_F16 = 11, QL_KIND_BF16 = 12, QL_KIND_F32 = 13, QL_KIND_F64 = 14,
+    QL_KIND_BOOL = 15,
+    QL_KIND_STRUCT = 16,    /* anything else passed by value: bytes of `size` */
+    QL_KIND_INVALID = 17    /* a parameter a kernel cannot take (reference, array) */
+};
+
+typedef struct ql_cpu_param {
+    uint32_t size;
+    uint32_t align;
+    uint32_t kind;
+} ql_cpu_param;
+
+typedef struct ql_cpu_dims {
+    uint32_t grid[3];
+    uint32_t block[3];
+    uint32_t shared_bytes;   /* dynamic shared memory of the launch */
+    uint32_t reserved;
+} ql_cpu_dims;
+
+/* Runs blocks [first, last) (linear block index, x fastest) of a launch. */
+typedef void (*ql_cpu_run_fn)(void **params, const ql_cpu_dims *dims,
+                              uint64_t first, uint64_t last);
+
+typedef struct ql_cpu_kernel {
+    const char *expr;            /* the name or name expression it was built from */
+    void *function;              /* the kernel function itself (for its symbol name) */
+    ql_cpu_run_fn run;
+    uint32_t nparams;
+    uint32_t tier;               /* 1: a loop over threads; 2: needs fibers */
+    const ql_cpu_param *params;
+} ql_cpu_kernel;
+
+typedef struct ql_cpu_module {
+    uint32_t abi_version;
+    uint32_t nkernels;
+    const ql_cpu_kernel *kernels;
+} ql_cpu_module;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

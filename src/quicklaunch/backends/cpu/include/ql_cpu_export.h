@@ -1,0 +1,135 @@
+// Reflection and the tier-1 block loop for CPU kernel modules.
+//
+// Included at the end of every CPU kernel translation unit, after the user's
+// source. For each kernel (or name expression) the generated tail writes
+//     QL_KERNEL(<index>, <expression>)
+// and finally QL_MODULE(<count>). The compiler itself then answers each
+// parameter's size, alignment and kind; nothing is guessed in Python.
+#ifndef QL_CPU_EXPORT_H
+#define QL_CPU_EXPORT_H
+
+#include "ql_cpu_abi.h"
+
+namespace ql_export {
+
+template <bool B, class T, class F> struct pick { typedef T type; };
+template <class T, class F> struct pick<false, T, F> { typedef F type; };
+
+template <class T> struct is_const { enum { value = 0 }; };
+template <class T> struct is_const<const T> { enum { value = 1 }; };
+
+// Kind of one parameter type, as the launcher's type codes.
+template <class T, bool Enum = __is_enum(T)> struct kind_of {
+    enum { value = QL_KIND_STRUCT };
+};
+template <class T> struct kind_of<T, true> {  // enums travel as their underlying type
+    enum { value = kind_of<__underlying_type(T)>::value };
+};
+template <class T> struct kind_of<T *, false> {
+    enum { value = is_const<T>::value ? QL_KIND_PTR_CONST : QL_KIND_PTR };
+};
+template <class T> struct kind_of<T &, false> { enum { value = QL_KIND_INVALID }; };
+#define QL_KIND_MAP(type, code) \
+    template <> struct kind_of<type, false> { enum { value = code }; };
+QL_KIND_MAP(bool, QL_KIND_BOOL)
+QL_KIND_MAP(float, QL_KIND_F32)
+QL_KIND_MAP(double, QL_KIND_F64)
+QL_KIND_MAP(__half, QL_KIND_F16)
+QL_KIND_MAP(__nv_bfloat16, QL_KIND_BF16)
+#undef QL_KIND_MAP
+// Integers: the width and signedness the compiler gives the type.
+template <unsigned Size, bool Signed> struct int_kind;
+template <> struct int_kind<1, true> { enum { value = QL_KIND_I8 }; };
+template <> struct int_kind<2, true> { enum { value = QL_KIND_I16 }; };
+template <> struct int_kind<4, true> { enum { value = QL_KIND_I32 }; };
+template <> struct int_kind<8, true> { enum { value = QL_KIND_I64 }; };
+template <> struct int_kind<1, false> { enum { value = QL_KIND_U8 }; };
+template <> struct int_kind<2, false> { enum { value = QL_KIND_U16 }; };
+template <> struct int_kind<4, false> { enum { value = QL_KIND_U32 }; };
+template <> struct int_kind<8, false> { enum { value = QL_KIND_U64 }; };
+#define QL_INT_KIND(type) \
+    template <> struct kind_of<type, false> { \
+        enum { value = int_kind<sizeof(type), (type)-1 < (type)0>::value }; \
+    };
+QL_INT_KIND(char) QL_INT_KIND(signed char) QL_INT_KIND(unsigned char)
+QL_INT_KIND(short) QL_INT_KIND(unsigned short)
+QL_INT_KIND(int) QL_INT_KIND(unsigned int)
+QL_INT_KIND(long) QL_INT_KIND(unsigned long)
+QL_INT_KIND(long long) QL_INT_KIND(unsigned long long)
+QL_INT_KIND(char16_t) QL_INT_KIND(char32_t) QL_INT_KIND(wchar_t)
+#undef QL_INT_KIND
+// cv-qualified by-value parameters reflect as the plain type.
+template <class T> struct kind_of<const T, false> { enum { value = kind_of<T>::value }; };
+template <class T> struct kind_of<volatile T, false> { enum { value = kind_of<T>::value }; };
+template <class T> struct kind_of<const volatile T, false> { enum { value = kind_of<T>::value }; };
+
+template <class T> struct strip_ref { typedef T type; };
+template <class T> struct strip_ref<T &> { typedef T type; };
+
+template <unsigned... I> struct seq {};
+template <unsigned N, unsigned... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
+template <unsigned... I> struct make_seq<0, I...> { typedef seq<I...> type; };
+
+template <class Fn, Fn F> struct entry;
+
+template <class... A, void (*F)(A...)>
+struct entry<void (*)(A...), F> {
+    enum { nparams = sizeof...(A) };
+    static const ql_cpu_param params[nparams + 1];
+
+    // The block loop: arguments are unpacked once per range of blocks and
+    // passed by value, so the inlined kernel body sees loop invariants and
+    // the compiler can vectorise over threadIdx.x.
+    static void loop(const ql_cpu_dims *d, uint64_t first, uint64_t last, A... a) {
+        const unsigned bx = d->block[0], by = d->block[1], bz = d->block[2];
+        const uint64_t gx = d->grid[0], gy = d->grid[1];
+        gridDim = dim3(d->grid[0], d->grid[1], d->grid[2]);
+        blockDim = dim3(bx, by, bz);
+        for (uint64_t b = first; b < last; ++b) {
+            blockIdx.x = (unsigned)(b % gx);
+            blockIdx.y = (unsigned)((b / gx) % gy);
+            blockIdx.z = (unsigned)(b / (gx * gy));
+            for (unsigned z = 0; z < bz; ++z) {
+                threadIdx.z = z;
+                for (unsigned y = 0; y < by; ++y) {
+                    threadIdx.y = y;
+                    for (unsigned x = 0; x < bx; ++x) {
+                        threadIdx.x = x;
+                        F(a...);
+                    }
+                }
+            }
+        }
+    }
+
+    template <unsigned... I>
+    static void unpack(seq<I...>, void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
+        loop(d, first, last, *static_cast<typename strip_ref<A>::type *>(p[I])...);
+    }
+
+    static void run(void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
+        unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
+    }
+};
+
+template <class... A, void (*F)(A...)>
+const ql_cpu_param entry<void (*)(A...), F>::params[sizeof...(A) + 1] = {
+    {(uint32_t)sizeof(typename strip_ref<A>::type),
+     (uint32_t)alignof(typename strip_ref<A>::type),
+     (uint32_t)kind_of<A>::value}...,
+    {0, 0, 0}};
+
+}  // namespace ql_export
+
+#define QL_ENTRY(expr) ::ql_export::entry<decltype(expr), (expr)>
+// One row of the module's kernel table.
+#define QL_KERNEL(name_text, expr)                                             \
+    {name_text, reinterpret_cast<void *>(expr), QL_ENTRY(expr)::run,           \
+     (uint32_t)QL_ENTRY(expr)::nparams, 1u, QL_ENTRY(expr)::params},
+#define QL_MODULE_BEGIN static const ql_cpu_kernel ql_kernel_table[] = {
+#define QL_MODULE_END(count)                                                   \
+    {0, 0, 0, 0, 0, 0}};                                                       \
+    extern "C" __attribute__((visibility("default")))                         \
+    const ql_cpu_module __ql_module = {QL_CPU_ABI_VERSION, (count), ql_kernel_table};
+
+#endif

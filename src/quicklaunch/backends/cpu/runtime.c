@@ -1,0 +1,220 @@
+/* The CPU device runtime: a persistent worker pool that runs the blocks of a
+ * launch, behind an entry with the shape of cuLaunchKernel.
+ *
+ * Plain C with no Python dependency: the extension loads it with ctypes and
+ * hands `ql_cpu_launch`'s address to the C launcher, and the benchmark's C
+ * baseline dlopens the very same file.
+ *
+ * Scheduling: a launch publishes one job (kernel, parameters, dims), wakes
+ * the workers and takes part itself; every participant claims chunks of
+ * blocks with an atomic counter until none are left. A launch with few
+ * threads runs entirely on the caller: it must not pay a thread hand-off.
+ * Workers spin briefly after a job (back-to-back launches find them awake)
+ * and then sleep on a futex. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "include/ql_cpu_abi.h"
+
+#define QL_EXPORT __attribute__((visibility("default")))
+
+enum {
+    QL_CPU_SUCCESS = 0,
+    QL_CPU_ERROR_INVALID_VALUE = 1,
+    QL_CPU_ERROR_INVALID_HANDLE = 400,
+    QL_CPU_ERROR_NOT_SUPPORTED = 801,
+};
+
+typedef struct job {
+    const ql_cpu_kernel *kernel;
+    void **params;
+    ql_cpu_dims dims;
+    uint64_t nblocks;
+    uint64_t chunk;
+    _Atomic uint64_t next;
+} job;
+
+static struct {
+    pthread_mutex_t lock;        /* one pooled launch at a time */
+    pthread_once_t once;
+    int nthreads;                /* participants: workers + the launching thread */
+    _Atomic int started;
+    job current;
+    _Atomic uint32_t generation; /* futex word: bumped to publish a job */
+    _Atomic uint32_t pending;    /* workers not yet done with the current job */
+    _Atomic uint32_t done;       /* futex word: bumped when pending hits zero */
+    _Atomic uint32_t sleepers;   /* workers asleep on `generation` */
+    _Atomic uint32_t waiter;     /* the launching thread asleep on `done` */
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_ONCE_INIT, 0, 0};
+
+/* Launches with at most this many CUDA threads run on the caller. */
+QL_EXPORT uint64_t ql_cpu_inline_threads = 16384;
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t seen) {
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, seen, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *word) {
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void run_chunks(job *j) {
+    for (;;) {
+        uint64_t first = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
+        if (first >= j->nblocks) return;
+        uint64_t last = first + j->chunk;
+        if (last > j->nblocks) last = j->nblocks;
+        j->kernel->run(j->params, &j->dims, first, last);
+    }
+}
+
+/* Spin this long (ns) waiting for the next job or for the workers to finish,
+ * before sleeping on a futex. */
+#define QL_SPIN_NS 50000
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits until *word != seen: spins first, then sleeps, counting itself in
+ * *sleepers so the other side only pays a futex wake when someone sleeps. */
+static uint32_t wait_change(_Atomic uint32_t *word, uint32_t seen, _Atomic uint32_t *sleepers) {
+    uint32_t now;
+    uint64_t deadline = 0;
+    unsigned spins = 0;
+    while ((now = atomic_load_explicit(word, memory_order_acquire)) == seen) {
+        if ((++spins & 63) != 0) { cpu_relax(); continue; }
+        uint64_t t = now_ns();
+        if (!deadline) { deadline = t + QL_SPIN_NS; continue; }
+        if (t < deadline) continue;
+        atomic_fetch_add(sleepers, 1);
+        futex_wait(word, seen);
+        atomic_fetch_sub(sleepers, 1);
+    }
+    return now;
+}
+
+static void wake_if_sleeping(_Atomic uint32_t *word, _Atomic uint32_t *sleepers) {
+    if (atomic_load(sleepers)) futex_wake(word);
+}
+
+static void *worker_main(void *arg) {
+    (void)arg;
+    uint32_t seen = atomic_load_explicit(&pool.generation, memory_order_acquire);
+    for (;;) {
+        seen = wait_change(&pool.generation, seen, &pool.sleepers);
+        run_chunks(&pool.current);
+        if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) {
+            atomic_fetch_add(&pool.done, 1);
+            wake_if_sleeping(&pool.done, &pool.waiter);
+        }
+    }
+    return NULL;
+}
+
+static int env_threads(void) {
+    const char *s = getenv("QUICKLAUNCH_CPU_THREADS");
+    if (s && *s) {
+        char *end;
+        long v = strtol(s, &end, 10);
+        if (*end == '\0' && v >= 1 && v <= 4096) return (int)v;
+    }
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n >= 1 ? (int)n : 1;
+}
+
+static void start_pool(void) {
+    if (pool.nthreads == 0) pool.nthreads = env_threads();
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 8u << 20);
+    int started = 1; /* the launching thread */
+    for (int i = 1; i < pool.nthreads; ++i) {
+        pthread_t t;
+        if (pthread_create(&t, &attr, worker_main, NULL) != 0) break;
+        pthread_detach(t);
+        ++started;
+    }
+    pthread_attr_destroy(&attr);
+    pool.nthreads = started;
+    atomic_store(&pool.started, 1);
+}
+
+/* Number of threads that execute blocks (the launching thread included). */
+QL_EXPORT int ql_cpu_threads(void) {
+    return pool.nthreads ? pool.nthreads : env_threads();
+}
+
+/* Sets the pool size before its first use; returns the size in force. */
+QL_EXPORT int ql_cpu_set_threads(int n) {
+    if (!atomic_load(&pool.started) && n >= 1) pool.nthreads = n;
+    return ql_cpu_threads();
+}
+
+static void run_inline(const ql_cpu_kernel *k, void **params, const ql_cpu_dims *d,
+                       uint64_t nblocks) {
+    k->run(params, d, 0, nblocks);
+}
+
+QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
+                            unsigned bx, unsigned by, unsigned bz,
+                            unsigned shared_bytes, void *stream, void **params,
+                            void **extra) {
+    (void)stream;
+    const ql_cpu_kernel *k = (const ql_cpu_kernel *)f;
+    if (!k || !k->run) return QL_CPU_ERROR_INVALID_HANDLE;
+    if (extra) return QL_CPU_ERROR_NOT_SUPPORTED;
+    if (!gx || !gy || !gz || !bx || !by || !bz) return QL_CPU_ERROR_INVALID_VALUE;
+    ql_cpu_dims d = {{gx, gy, gz}, {bx, by, bz}, shared_bytes, 0};
+    uint64_t nblocks = (uint64_t)gx * gy * gz;
+    uint64_t threads = nblocks * ((uint64_t)bx * by * bz);
+
+    if (threads <= ql_cpu_inline_threads || nblocks == 1) {
+        run_inline(k, params, &d, nblocks);
+        return QL_CPU_SUCCESS;
+    }
+    pthread_once(&pool.once, start_pool);
+    if (pool.nthreads <= 1 || pthread_mutex_trylock(&pool.lock) != 0) {
+        /* A single thread, or another launch holds the pool: run here. */
+        run_inline(k, params, &d, nblocks);
+        return QL_CPU_SUCCESS;
+    }
+    job *j = &pool.current;
+    j->kernel = k;
+    j->params = params;
+    j->dims = d;
+    j->nblocks = nblocks;
+    uint64_t chunk = nblocks / ((uint64_t)pool.nthreads * 8);
+    j->chunk = chunk ? chunk : 1;
+    atomic_store_explicit(&j->next, 0, memory_order_relaxed);
+    uint32_t done = atomic_load_explicit(&pool.done, memory_order_relaxed);
+    atomic_store_explicit(&pool.pending, (uint32_t)(pool.nthreads - 1), memory_order_relaxed);
+    atomic_fetch_add(&pool.generation, 1);
+    wake_if_sleeping(&pool.generation, &pool.sleepers);
+
+    run_chunks(j);
+
+    if (atomic_load_explicit(&pool.pending, memory_order_acquire) != 0)
+        wait_change(&pool.done, done, &pool.waiter);
+    pthread_mutex_unlock(&pool.lock);
+    return QL_CPU_SUCCESS;
+}

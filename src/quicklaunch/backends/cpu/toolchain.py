@@ -1,0 +1,94 @@
+"""The host C++ compiler that builds CPU kernel modules.
+
+Found once per process: ``$CXX`` (which may carry flags), else ``g++``, else
+``clang++``. Its identity (resolved path and ``--version`` banner) is part of
+every cache key, so upgrading the compiler recompiles.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import shlex
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import CompileError
+
+INCLUDE_DIR = Path(__file__).with_name("include")
+
+# -O3 -march=native: kernels are built for this machine and cached per machine
+# (the compiler's identity and these flags are in the key). -ffp-contract=fast
+# matches CUDA's default FMA contraction; -fno-math-errno lets sqrtf inline as
+# on a GPU; -fno-ipa-icf keeps two identical kernels at two addresses.
+RELEASE_FLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno")
+DEBUG_FLAGS = ("-O0", "-g", "-DQL_DEBUG=1")
+COMMON_FLAGS = ("-std=c++17", "-fPIC", "-shared", "-fno-ipa-icf", "-fno-exceptions",
+                "-fno-rtti", "-pthread", "-w")
+
+
+@dataclass(frozen=True)
+class Compiler:
+    argv: tuple[str, ...]   # the command and any flags that came with $CXX
+    path: str               # resolved executable
+    version: str            # first line of --version
+
+    @property
+    def identity(self) -> str:
+        return f"{self.path}\n{self.version}\n{' '.join(self.argv[1:])}"
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(cxx_env: str | None) -> Compiler:
+    tried = []
+    candidates = [shlex.split(cxx_env)] if cxx_env else [["g++"], ["clang++"]]
+    for argv in candidates:
+        if not argv:
+            continue
+        tried.append(argv[0])
+        path = shutil.which(argv[0])
+        if not path:
+            continue
+        try:
+            out = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                 timeout=30)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if out.returncode == 0 and out.stdout:
+            return Compiler(tuple(argv), os.path.realpath(path), out.stdout.splitlines()[0])
+    where = f"$CXX={cxx_env!r}" if cxx_env else "g++ and clang++ on PATH"
+    raise CompileError(
+        f"no C++ compiler found for the CPU device (tried {where}: {', '.join(tried)}); "
+        "install g++ (e.g. 'apt-get install g++') or set CXX to a C++17 compiler")
+
+
+def find_compiler() -> Compiler:
+    """The host C++ compiler, probed once per value of ``$CXX``."""
+    return _probe(os.environ.get("CXX") or None)
+
+
+@functools.lru_cache(maxsize=1)
+def headers_digest_material() -> bytes:
+    """The shim headers' contents, for cache keys (read once per process)."""
+    parts = []
+    for path in sorted(INCLUDE_DIR.glob("*.h")):
+        parts.append(path.name.encode() + b"\0" + path.read_bytes())
+    return b"\0\0".join(parts)
+
+
+def build_command(compiler: Compiler, source: Path, output: Path, options: tuple[str, ...],
+                  debug: bool) -> list[str]:
+    flags = DEBUG_FLAGS if debug else RELEASE_FLAGS
+    return [compiler.path, *compiler.argv[1:], *COMMON_FLAGS, *flags, f"-I{INCLUDE_DIR}",
+            *options, "-o", str(output), str(source)]
+
+
+def run_compiler(command: list[str], cwd: Path) -> tuple[int, str]:
+    try:
+        out = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return 1, "the compiler ran for more than 600 s and was stopped"
+    except OSError as exc:
+        return 1, f"the compiler could not be started: {exc}"
+    return out.returncode, (out.stderr + out.stdout).strip()

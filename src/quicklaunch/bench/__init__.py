@@ -1,0 +1,1 @@
+"""Launch benchmarks that ship with the package (``quicklaunch bench``)."""

@@ -1,0 +1,110 @@
+"""Devices: where kernels run. ``ql.device("cpu")``, ``ql.device()``.
+
+A device carries what the launcher needs once per kernel (its backend's
+launch entry, the id buffers are tagged with, its limits) and nothing that is
+looked up per call.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass, field
+
+from .errors import DeviceError
+
+__all__ = ["Device", "device", "default_device"]
+
+CPU_ID = 0  # device ids: cpu 0, cuda:N 0x100 + N, hip:N 0x200 + N
+
+
+@dataclass(frozen=True, eq=False)
+class Limits:
+    max_threads_per_block: int = 1024
+    max_block_dims: tuple[int, int, int] = (1024, 1024, 64)
+    max_grid_dims: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    max_shared_per_block: int = 48 * 1024
+    warp_size: int = 32
+
+
+@dataclass(frozen=True, eq=False)
+class Device:
+    """A device kernels can be compiled for and launched on."""
+
+    kind: str                      # "cpu", "cuda", "hip"
+    ordinal: int
+    id: int                        # tags buffers; compared by the launcher
+    description: str
+    limits: Limits = field(default_factory=Limits)
+    host_memory: bool = False      # NumPy arrays are this device's memory
+
+    @property
+    def name(self) -> str:
+        return self.kind if self.kind == "cpu" else f"{self.kind}:{self.ordinal}"
+
+    def synchronize(self) -> None:
+        """Waits for all work queued on this device. CPU launches complete
+        before they return, so on the CPU there is nothing to wait for."""
+
+    def __repr__(self) -> str:
+        return f"<quicklaunch.Device {self.name}: {self.description}>"
+
+
+def _cpu_device() -> Device:
+    from .backends.cpu import runtime
+    n = runtime.threads()
+    return Device("cpu", 0, CPU_ID, f"host CPU, {n} worker thread{'s' if n != 1 else ''}",
+                  host_memory=True)
+
+
+_devices: dict[str, Device] = {}
+_lock = threading.Lock()
+
+
+def _parse(spec: str) -> tuple[str, int]:
+    kind, _, ordinal = spec.strip().lower().partition(":")
+    if ordinal:
+        if not ordinal.isdigit():
+            raise DeviceError(f"device {spec!r}: the ordinal after ':' must be a "
+                              "non-negative int, as in 'cuda:1'")
+        return kind, int(ordinal)
+    return kind, 0
+
+
+def _usable_gpu() -> str | None:
+    """The first usable GPU device spec, or None. The GPU backends register
+    here when they land; until then the CPU is the default."""
+    return None
+
+
+def device(spec: "str | Device | None" = None) -> Device:
+    """The device named by ``spec`` ("cpu", "cuda", "cuda:1"), or the default."""
+    if isinstance(spec, Device):
+        return spec
+    if spec is None:
+        return default_device()
+    if not isinstance(spec, str):
+        raise DeviceError(f"a device is named by a string such as 'cpu' or 'cuda:0', "
+                          f"got {type(spec).__name__}")
+    kind, ordinal = _parse(spec)
+    key = f"{kind}:{ordinal}"
+    with _lock:
+        dev = _devices.get(key)
+        if dev is None:
+            if kind == "cpu":
+                if ordinal != 0:
+                    raise DeviceError(f"device {spec!r}: there is one CPU device, 'cpu'")
+                dev = _cpu_device()
+            elif kind in ("cuda", "hip"):
+                raise DeviceError(
+                    f"device {spec!r}: this quicklaunch has no {kind.upper()} backend yet; "
+                    "use device='cpu' (the CPU runs the same CUDA source)")
+            else:
+                raise DeviceError(f"unknown device {spec!r}; use 'cpu', 'cuda' or 'cuda:N'")
+            _devices[key] = dev
+    return dev
+
+
+def default_device() -> Device:
+    """``$QUICKLAUNCH_DEVICE`` if set, else the first usable GPU, else the CPU."""
+    spec = os.environ.get("QUICKLAUNCH_DEVICE") or _usable_gpu() or "cpu"
+    return device(spec)

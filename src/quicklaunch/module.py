@@ -1,0 +1,219 @@
+"""The Python face: ``compile()``, ``Module`` and ``Kernel``.
+
+A Kernel *is* the launcher's KernelCore (a C type) with names and metadata
+added, so ``k[grid, block]``, ``k.configure`` and ``k.launch`` go straight to C.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import NamedTuple
+
+from . import _launch
+from .devices import Device, device as get_device
+from .errors import CompileError, QuicklaunchError
+from .signature import KernelDecl, SignatureError, parse_kernels, tier2_features
+
+__all__ = ["compile", "Module", "Kernel", "Param", "KernelNotFoundError"]
+
+KIND_NAMES = {1: "pointer", 2: "const pointer", 3: "int8", 4: "int16", 5: "int32",
+              6: "int64", 7: "uint8", 8: "uint16", 9: "uint32", 10: "uint64", 11: "half",
+              12: "bfloat16", 13: "float32", 14: "float64", 15: "bool", 16: "struct",
+              17: "invalid"}
+
+
+class KernelNotFoundError(QuicklaunchError, KeyError):
+    """A kernel name that the module does not have."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class Param(NamedTuple):
+    """One kernel parameter: name and C type text from the source; size,
+    alignment and kind from the compiler."""
+    name: str
+    ctype: str
+    size: int
+    align: int
+    kind: str
+
+
+class Kernel(_launch.KernelCore):
+    """A compiled kernel. Launch it with ``k[grid, block](*args)``,
+    ``k.configure(grid, block)(*args)`` or ``k.launch(grid, block, *args)``."""
+
+    def __init__(self, module: "Module", name: str, lowered_name: str, params: tuple[Param, ...],
+                 codes: bytes, handle: int, launch_entry: int, inline_threads: int,
+                 error_hook):
+        dev = module.device
+        lim = dev.limits
+        super().__init__(
+            name=name, param_names=tuple(p.name for p in params), codes=codes,
+            sizes=[p.size for p in params], aligns=[p.align for p in params],
+            launch=launch_entry, func=handle, device_id=dev.id, device_name=dev.name,
+            host_memory=dev.host_memory, inline_threads=inline_threads,
+            max_block=lim.max_block_dims, max_grid=lim.max_grid_dims,
+            max_threads=lim.max_threads_per_block, max_shared=lim.max_shared_per_block,
+            error_hook=error_hook)
+        self.name = name
+        self.lowered_name = lowered_name
+        self.params = params
+        self.module = module
+        self.device = dev
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"kernel '{self.name}' needs a launch configuration: call "
+                        f"k[grid, block](...), k.configure(grid, block)(...) or "
+                        f"k.launch(grid, block, ...)")
+
+    def __repr__(self) -> str:
+        sig = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
+        return f"<quicklaunch.Kernel {self.name}({sig}) on {self.device.name}>"
+
+
+class Module:
+    """Kernels compiled together from one source, for one device."""
+
+    def __init__(self, device: Device, source: str, options: tuple[str, ...]):
+        self.device = device
+        self.source = source
+        self.options = options
+        self._kernels: dict[str, Kernel] = {}
+        self._aliases: dict[str, str] = {}
+        self._templates: set[str] = set()
+        self._library = None   # keeps the shared object loaded
+
+    @property
+    def kernels(self) -> list[str]:
+        """Names of the kernels this module can launch."""
+        return list(self._kernels)
+
+    def get_kernel(self, name: str) -> Kernel:
+        """A kernel by plain, qualified or mangled name, or name expression."""
+        if not isinstance(name, str):
+            raise TypeError(f"kernel names are strings, got {type(name).__name__}")
+        key = " ".join(name.split())
+        k = self._kernels.get(key) or self._kernels.get(self._aliases.get(key, ""))
+        if k is not None:
+            return k
+        if key in self._templates or key.split("<")[0] in self._templates:
+            raise KernelNotFoundError(
+                f"kernel '{name}' is a template: pass name_expressions=['{key}<float>'] (with "
+                f"the template arguments you need) to ql.compile and get it by that "
+                f"expression; available: {self.kernels}")
+        raise KernelNotFoundError(f"no kernel '{name}' in this module; available: "
+                                  f"{self.kernels or 'none (the source has no __global__ function)'}")
+
+    def __getitem__(self, name: str) -> Kernel:
+        return self.get_kernel(name)
+
+    def __getattr__(self, name: str) -> Kernel:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self.get_kernel(name)
+        except KernelNotFoundError as exc:
+            raise AttributeError(str(exc)) from None
+
+    def __contains__(self, name: str) -> bool:
+        try:
+            self.get_kernel(name)
+            return True
+        except KernelNotFoundError:
+            return False
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | {k for k in self._kernels if k.isidentifier()})
+
+    def __repr__(self) -> str:
+        return f"<quicklaunch.Module on {self.device.name}: {', '.join(self.kernels)}>"
+
+
+def _origin() -> tuple[str, int]:
+    """File and line of the first caller outside quicklaunch."""
+    here = os.path.dirname(__file__)
+    f = sys._getframe(1)
+    while f is not None and f.f_code.co_filename.startswith(here):
+        f = f.f_back
+    return (f.f_code.co_filename, f.f_lineno) if f is not None else ("<unknown>", 0)
+
+
+def _check_options(options) -> tuple[str, ...]:
+    if isinstance(options, str):
+        options = (options,)
+    options = tuple(options)
+    for opt in options:
+        if not isinstance(opt, str):
+            raise TypeError(f"compiler options are strings, got {opt!r}")
+    return options
+
+
+def compile(source: str, device=None, options=(), name_expressions=(), debug=None) -> Module:
+    """Compiles CUDA C++ ``source`` for ``device`` (default: ``ql.device()``).
+
+    ``options`` are passed to the device's compiler; ``name_expressions``
+    instantiate template kernels ("add<float>") so ``get_kernel`` finds them.
+    """
+    if not isinstance(source, str):
+        raise TypeError(f"source must be a str of CUDA C++, got {type(source).__name__}")
+    dev = get_device(device)
+    options = _check_options(options)
+    if isinstance(name_expressions, str):
+        name_expressions = (name_expressions,)
+    name_expressions = tuple(name_expressions)
+    if debug is None:
+        debug = os.environ.get("QUICKLAUNCH_DEBUG", "") not in ("", "0")
+    file, line = _origin()
+    origin = f" (ql.compile called at {file}:{line})"
+    try:
+        decls = parse_kernels(source)
+    except SignatureError as exc:
+        raise CompileError(f"could not read the kernels' signatures: {exc}{origin}",
+                           source=source, options=options) from None
+    if dev.kind == "cpu":
+        return _compile_cpu(dev, source, decls, options, name_expressions, bool(debug), origin)
+    raise CompileError(f"no compiler for device {dev.name}")
+
+
+def _compile_cpu(dev, source, decls, options, name_expressions, debug, origin) -> Module:
+    from .backends.cpu import compiler, runtime
+    features = tier2_features(source)
+    if features:
+        raise CompileError(
+            f"the module uses {', '.join(features)}, which needs block-level "
+            f"synchronisation (CPU tier 2: barriers, warps, cooperative groups, dynamic "
+            f"shared memory); the CPU device does not run such kernels yet, and will not "
+            f"run them wrongly{origin}", source=source, options=options)
+    library, loaded, exprs = compiler.build(source, decls, options, name_expressions, debug,
+                                           origin)
+    mod = Module(dev, source, options)
+    mod._library = library
+    mod._templates = {d.name for d in decls if d.template is not None}
+    by_name = {d.name: d for d in decls}
+    entry, inline, hook = runtime.launch_entry(), runtime.inline_threads(), runtime.error_hook
+    for lk in loaded:
+        base = lk.expr.split("<")[0].strip()
+        decl: KernelDecl | None = by_name.get(base)
+        if decl is None or len(decl.params) != len(lk.params):
+            raise CompileError(
+                f"kernel '{lk.expr}': the compiler reports {len(lk.params)} parameters but "
+                f"the source declares {len(decl.params) if decl else 'no such kernel'}"
+                f"{origin}", source=source, options=options)
+        params = tuple(Param(p.name, p.ctype, size, align, KIND_NAMES.get(kind, "?"))
+                       for p, (size, align, kind) in zip(decl.params, lk.params))
+        codes = bytes(kind for _, _, kind in lk.params)
+        bad = [p.name for p, (_, _, kind) in zip(params, lk.params) if kind == 17]
+        if bad:
+            raise CompileError(f"kernel '{lk.expr}': parameter(s) {bad} are references; a "
+                               f"kernel takes values and pointers{origin}", source=source,
+                               options=options)
+        k = Kernel(mod, lk.expr, lk.symbol or lk.expr, params, codes, lk.handle, entry,
+                   inline, hook)
+        mod._kernels[lk.expr] = k
+        if lk.symbol and lk.symbol != lk.expr:
+            mod._aliases[lk.symbol] = lk.expr
+        short = lk.expr.rsplit("::", 1)[-1]
+        if short != lk.expr and "<" not in lk.expr:
+            mod._aliases.setdefault(short, lk.expr)
+    return mod
