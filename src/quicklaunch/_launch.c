@@ -73,13 +73,15 @@ static PyTypeObject KernelCoreType, LauncherType, BufferBaseType;
 /* ---------------------------------------------------------------- errors */
 
 static int arg_error(KernelCore *k, uint32_t i, PyObject *exc, const char *fmt, ...) {
-    char detail[512];
     va_list ap;
     va_start(ap, fmt);
-    PyOS_vsnprintf(detail, sizeof detail, fmt, ap);
+    PyObject *detail = PyUnicode_FromFormatV(fmt, ap);
     va_end(ap);
-    PyErr_Format(exc, "kernel '%U', parameter %u '%U': %s", k->name, i + 1,
-                 PyTuple_GET_ITEM(k->param_names, i), detail);
+    if (detail) {
+        PyErr_Format(exc, "kernel '%U', parameter %u '%U': %U", k->name, i + 1,
+                     PyTuple_GET_ITEM(k->param_names, i), detail);
+        Py_DECREF(detail);
+    }
     return -1;
 }
 

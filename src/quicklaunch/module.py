@@ -58,6 +58,7 @@ class Kernel(_launch.KernelCore):
             error_hook=error_hook)
         self.name = name
         self.lowered_name = lowered_name
+        self._handle = handle
         self.params = params
         self.module = module
         self.device = dev
@@ -68,7 +69,8 @@ class Kernel(_launch.KernelCore):
                         f"k.launch(grid, block, ...)")
 
     def __repr__(self) -> str:
-        sig = ", ".join(f"{p.ctype} {p.name}" for p in self.params)
+        sig = ", ".join(p.ctype + ("" if p.ctype.endswith(("*", "&")) else " ") + p.name
+                        for p in self.params)
         return f"<quicklaunch.Kernel {self.name}({sig}) on {self.device.name}>"
 
 

@@ -18,6 +18,16 @@ give ``"float *"``, ``float x[4][8]`` gives ``"float (*)[8]"``.  Unnamed
 parameters are named ``arg0``, ``arg1``, ... by position.  Attributes
 (``__attribute__``, ``[[...]]``, ``alignas``, ``__grid_constant__``) and
 default arguments are dropped from parameters.
+
+Names are qualified by the enclosing namespaces, inline ones included
+(``"v1::k"``), anonymous ones left out; a kernel in ``extern "C"`` inside a
+namespace keeps its qualified name (with ``extern_c=True``).
+
+Limitations: ``#if``/``#ifdef`` are not evaluated (kernels in ``#if 0`` are
+reported, and may raise SignatureError if malformed); function-like macros
+are not expanded, so a kernel declared only through one is not found;
+``__global__`` inside class or function braces is ignored; function-pointer
+parameters (use a typedef) and variadic kernels raise SignatureError.
 """
 from __future__ import annotations
 
@@ -92,8 +102,7 @@ class _Tok(NamedTuple):
 def _lex(source: str):
     for m in _LEX.finditer(source):
         if m.lastgroup not in ("com", "ws"):
-            kind = "str" if m.lastgroup == "delim" else m.lastgroup
-            yield _Tok(kind, m.group(), m.start(), m.end())
+            yield _Tok(m.lastgroup, m.group(), m.start(), m.end())
 
 
 def strip_comments(source: str) -> str:
@@ -229,9 +238,13 @@ def _join(words: list[str]) -> str:
 
 
 def _split_top(toks: list[_Tok], sep: str) -> list[list[_Tok]]:
-    """Split at sep outside (), [], {} and template angle brackets."""
+    """Split at sep outside (), [], {} and template angle brackets (sep may be "(")."""
     parts, cur, depth, angle = [], [], 0, 0
     for k, t in enumerate(toks):
+        if depth == 0 and angle == 0 and t.text == sep:
+            parts.append(cur)
+            cur = []
+            continue
         if t.text in _PAIRS:
             depth += 1
         elif t.text in _PAIRS.values():
@@ -240,10 +253,6 @@ def _split_top(toks: list[_Tok], sep: str) -> list[list[_Tok]]:
             angle += 1
         elif depth == 0 and t.text == ">" and angle:
             angle -= 1
-        elif depth == 0 and angle == 0 and t.text == sep:
-            parts.append(cur)
-            cur = []
-            continue
         cur.append(t)
     return parts + [cur]
 
@@ -271,15 +280,9 @@ def _param(toks: list[_Tok], index: int, where: str, line: int):
         k = _match_back(toks, len(toks) - 1, 0, "[")
         dims.insert(0, toks[k:])
         toks = toks[:max(k, 0)]
-    angle = 0
-    for k, t in enumerate(toks):
-        if t.text == "<" and k and toks[k - 1].kind == "ident":
-            angle += 1
-        elif t.text == ">" and angle:
-            angle -= 1
-        elif t.text == "(" and not angle:
-            raise SignatureError(f"{what}: function-pointer and parenthesized declarators "
-                                 "are not supported; declare the type with a typedef", line)
+    if len(_split_top(toks, "(")) > 1:
+        raise SignatureError(f"{what}: function-pointer and parenthesized declarators "
+                             "are not supported; declare the type with a typedef", line)
     named = (len(toks) >= 2 and toks[-1].kind == "ident" and toks[-1].text not in _KEYWORDS
              and toks[-2].text not in ("struct", "class", "union", "enum", "typename", "::")
              and any(t.text not in _QUALIFIERS for t in toks[:-1]))
@@ -426,19 +429,17 @@ def _merge(found: list) -> list[KernelDecl]:
     (same qualified name, templated or not, same parameter types)."""
     out = []
     for decl, named, keys in found:
-        for entry in out:
-            old, old_named, old_keys = entry
-            if (old.name, old_keys, old.template is None) != (decl.name, keys, decl.template is None):
-                continue
-            (base, bn), (other, on) = ((decl, named), (old, old_named)) \
-                if decl.is_definition or not old.is_definition else ((old, old_named), (decl, named))
-            params = tuple(p if pn or not qn else Param(q.name, p.ctype)
-                           for p, pn, q, qn in zip(base.params, bn, other.params, on))
-            entry[:2] = (KernelDecl(base.name, params, base.template,
-                                    base.extern_c or other.extern_c, base.line,
-                                    base.is_definition or other.is_definition),
-                         [a or b for a, b in zip(bn, on)])
-            break
-        else:
+        same = (decl.name, keys, decl.template is None)
+        entry = next((e for e in out if (e[0].name, e[2], e[0].template is None) == same), None)
+        if entry is None:
             out.append([decl, named, keys])
+            continue
+        old, old_named = entry[0], entry[1]
+        if old.is_definition and not decl.is_definition:  # prefer the definition
+            decl, named, old, old_named = old, old_named, decl, named
+        params = tuple(p if p_named or not q_named else Param(q.name, p.ctype)
+                       for p, p_named, q, q_named in zip(decl.params, named, old.params, old_named))
+        entry[0] = KernelDecl(decl.name, params, decl.template, decl.extern_c or old.extern_c,
+                              decl.line, decl.is_definition)
+        entry[1] = [a or b for a, b in zip(named, old_named)]
     return [entry[0] for entry in out]

@@ -181,6 +181,15 @@ def test_declaration_then_definition_appears_once():
     assert sig(k) == [("x", "float *__restrict__"), ("n", "const int")]
 
 
+def test_definition_without_names_takes_them_from_declaration():
+    src = ("template <class T> __global__ void k(T *x, int n);\n"
+           "template <class T> __global__ void k(T *, int) {}\n"
+           "template <class T> __global__ void k(T *y, int m);\n")
+    k = one(src)
+    assert (k.line, k.is_definition, k.template) == (2, True, "class T")
+    assert sig(k) == [("x", "T *"), ("n", "int")]
+
+
 def test_overloads_stay_separate():
     src = "__global__ void k(float *x) {}\n__global__ void k(double *x) {}\n"
     ks = parse_kernels(src)

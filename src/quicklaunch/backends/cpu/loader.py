@@ -2,12 +2,14 @@
 
 The table (``__ql_module``, see include/ql_cpu_abi.h) was written by the
 compiler: each kernel's run function and each parameter's size, alignment and
-kind. The kernel's symbol (C++-mangled, or plain for ``extern "C"``) is found
-with ``dladdr`` on the kernel function's address.
+kind. The kernel's symbol (C++-mangled, or plain for ``extern "C"``) is read
+from the module's ELF symbol table at the kernel function's address (modules
+are built with hidden visibility, so the dynamic symbol table lacks it).
 """
 from __future__ import annotations
 
 import ctypes
+import struct
 from dataclasses import dataclass
 
 ABI_VERSION = 1
@@ -48,11 +50,35 @@ class LoadedKernel:
     tier: int
 
 
-def _symbol_of(address: int) -> str | None:
+def _function_symbols(path: str) -> dict[int, str]:
+    """{offset from the load base: name} of the functions in an ELF64
+    little-endian shared object's .symtab (empty for anything else)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
+        return {}
+    shoff, = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
+                for i in range(shnum)]
+    out = {}
+    for _name, sh_type, _fl, _addr, off, size, link, _info, _al, entsize in sections:
+        if sh_type != 2 or not entsize:  # SHT_SYMTAB
+            continue
+        str_off = sections[link][4]
+        for pos in range(off, off + size, entsize):
+            st_name, st_info, _other, shndx, value, _size = struct.unpack_from(
+                "<IBBHQQ", data, pos)
+            if st_info & 0xF == 2 and shndx and st_name:  # STT_FUNC, defined
+                end = data.index(b"\0", str_off + st_name)
+                out.setdefault(value, data[str_off + st_name:end].decode())
+    return out
+
+
+def _load_base(address: int) -> int | None:
     info = _DlInfo()
-    if address and _dladdr(address, ctypes.byref(info)) and info.dli_sname \
-            and info.dli_saddr == address:
-        return info.dli_sname.decode()
+    if address and _dladdr(address, ctypes.byref(info)):
+        return info.dli_fbase
     return None
 
 
@@ -67,10 +93,12 @@ def load(path: str) -> tuple[ctypes.CDLL, list[LoadedKernel]]:
     if table.abi_version != ABI_VERSION:
         raise ValueError(f"kernel module ABI {table.abi_version}, expected {ABI_VERSION}")
     kernels = []
+    symbols = _function_symbols(path) if table.nkernels else {}
+    base = _load_base(ctypes.addressof(table)) or 0
     for i in range(table.nkernels):
         row = table.kernels[i]
         params = tuple((row.params[j].size, row.params[j].align, row.params[j].kind)
                        for j in range(row.nparams))
-        kernels.append(LoadedKernel(row.expr.decode(), _symbol_of(row.function or 0),
+        kernels.append(LoadedKernel(row.expr.decode(), symbols.get((row.function or 0) - base),
                                     ctypes.addressof(row), params, row.tier))
     return lib, kernels

@@ -118,8 +118,9 @@ static void wake_if_sleeping(_Atomic uint32_t *word, _Atomic uint32_t *sleepers)
 }
 
 static void *worker_main(void *arg) {
-    (void)arg;
-    uint32_t seen = atomic_load_explicit(&pool.generation, memory_order_acquire);
+    /* The generation when the pool was created: a worker that starts after
+     * the first job was published must still run it. */
+    uint32_t seen = (uint32_t)(uintptr_t)arg;
     for (;;) {
         seen = wait_change(&pool.generation, seen, &pool.sleepers);
         run_chunks(&pool.current);
@@ -148,9 +149,10 @@ static void start_pool(void) {
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 8u << 20);
     int started = 1; /* the launching thread */
+    void *generation = (void *)(uintptr_t)atomic_load(&pool.generation);
     for (int i = 1; i < pool.nthreads; ++i) {
         pthread_t t;
-        if (pthread_create(&t, &attr, worker_main, NULL) != 0) break;
+        if (pthread_create(&t, &attr, worker_main, generation) != 0) break;
         pthread_detach(t);
         ++started;
     }

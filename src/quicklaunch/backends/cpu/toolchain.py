@@ -21,10 +21,13 @@ INCLUDE_DIR = Path(__file__).with_name("include")
 # -O3 -march=native: kernels are built for this machine and cached per machine
 # (the compiler's identity and these flags are in the key). -ffp-contract=fast
 # matches CUDA's default FMA contraction; -fno-math-errno lets sqrtf inline as
-# on a GPU; -fno-ipa-icf keeps two identical kernels at two addresses.
+# on a GPU; -fno-ipa-icf keeps two identical kernels at two addresses;
+# -fvisibility=hidden keeps each module's statics (__shared__ in inline and
+# template kernels) its own instead of process-wide unique symbols.
 RELEASE_FLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno")
 DEBUG_FLAGS = ("-O0", "-g", "-DQL_DEBUG=1")
-COMMON_FLAGS = ("-std=c++17", "-fPIC", "-shared", "-fno-ipa-icf", "-fno-exceptions",
+COMMON_FLAGS = ("-std=c++17", "-fPIC", "-shared", "-fno-ipa-icf", "-fvisibility=hidden",
+                "-fvisibility-inlines-hidden", "-fno-exceptions",
                 "-fno-rtti", "-pthread", "-w")
 
 

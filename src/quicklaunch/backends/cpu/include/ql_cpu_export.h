@@ -75,7 +75,11 @@ template <class Fn, Fn F> struct entry;
 template <class... A, void (*F)(A...)>
 struct entry<void (*)(A...), F> {
     enum { nparams = sizeof...(A) };
-    static const ql_cpu_param params[nparams + 1];
+    static constexpr ql_cpu_param params[sizeof...(A) + 1] = {
+        {(uint32_t)sizeof(typename strip_ref<A>::type),
+         (uint32_t)alignof(typename strip_ref<A>::type),
+         (uint32_t)kind_of<A>::value}...,
+        {0, 0, 0}};
 
     // The block loop: arguments are unpacked once per range of blocks and
     // passed by value, so the inlined kernel body sees loop invariants and
@@ -111,13 +115,6 @@ struct entry<void (*)(A...), F> {
         unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
     }
 };
-
-template <class... A, void (*F)(A...)>
-const ql_cpu_param entry<void (*)(A...), F>::params[sizeof...(A) + 1] = {
-    {(uint32_t)sizeof(typename strip_ref<A>::type),
-     (uint32_t)alignof(typename strip_ref<A>::type),
-     (uint32_t)kind_of<A>::value}...,
-    {0, 0, 0}};
 
 }  // namespace ql_export
 

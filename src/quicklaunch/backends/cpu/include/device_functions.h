@@ -1,0 +1,6 @@
+/* device_functions.h for the quicklaunch CPU device: everything is in cuda_shim.h. */
+#ifndef QL_DEVICE_FUNCTIONS_H
+#define QL_DEVICE_FUNCTIONS_H
+#include "cuda_shim.h"
+
+#endif

@@ -1,0 +1,142 @@
+"""The launch-overhead benchmark: per-launch time of an empty kernel with 4
+and with 16 parameters, through each quicklaunch path, side by side with a C
+loop calling the same backend entry and with the floor of any C extension.
+
+Rows (ns per launch, median of repeats):
+  indexed      k[grid, block](*args)
+  configured   run = k.configure(grid, block); run(*args)
+  direct       k.launch(grid, block, *args)
+  C baseline   C loop calling the backend's launch entry, prebuilt parameters
+  C-ext floor  a METH_FASTCALL function that takes the args and does nothing
+  python loop  an empty Python for-loop step (included in every Python row)
+"""
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+import quicklaunch as ql
+
+from . import _floor
+from .harness import baseline_library, median_ns
+
+SOURCE = r"""
+extern "C" __global__ void empty4(float a, const float *x, float *y, int n) {}
+extern "C" __global__ void empty16(float a, const float *x, float *y, int n,
+                                   float b, const float *u, float *v, int m,
+                                   double c, const double *p, double *q, long long k,
+                                   unsigned s, const int *r, int *t, unsigned long long w) {}
+"""
+
+
+def _args(n: int):
+    x = np.ones(16, np.float32)
+    y = np.zeros(16, np.float32)
+    a4 = (2.0, x, y, 16)
+    if n == 4:
+        return a4
+    d = np.ones(16, np.float64)
+    i = np.ones(16, np.int32)
+    return a4 + (1.5, x, y, 16, 0.5, d, d.copy(), 7, 3, i, i.copy(), 9)
+
+
+def _c_params(kernel, args):
+    """A prebuilt parameter block (void *[]) holding the same values."""
+    holders, ptrs = [], []
+    ctypes_of = {"float32": ctypes.c_float, "float64": ctypes.c_double,
+                 "int32": ctypes.c_int32, "int64": ctypes.c_int64,
+                 "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64}
+    for p, a in zip(kernel.params, args):
+        if p.kind.endswith("pointer"):
+            h = ctypes.c_void_p(a.ctypes.data)
+        else:
+            h = ctypes_of[p.kind](a)
+        holders.append(h)
+        ptrs.append(ctypes.addressof(h))
+    block = (ctypes.c_void_p * len(ptrs))(*ptrs)
+    return block, holders
+
+
+def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None) -> dict:
+    """Runs the benchmark; returns {"device": ..., "rows": {row: {nparams: ns}}}."""
+    dev = ql.device(device)
+    mod = ql.compile(SOURCE, device=dev)
+    lib = baseline_library()
+    from ..backends.cpu import runtime
+    rows: dict[str, dict[int, float]] = {}
+    steps = [(n, name) for n in (4, 16) for name in
+             ("python loop", "C-ext floor", "C baseline", "indexed", "configured", "direct")]
+    for done, (n, row) in enumerate(steps, 1):
+        k = mod.get_kernel(f"empty{n}")
+        args = _args(n)
+        run = k.configure(1, 1)
+        floor = _floor.nothing
+
+        def loop_empty(it):
+            for _ in range(it):
+                pass
+
+        def loop_floor(it):
+            for _ in range(it):
+                floor(*args)
+
+        def loop_indexed(it):
+            for _ in range(it):
+                k[1, 1](*args)
+
+        def loop_configured(it):
+            for _ in range(it):
+                run(*args)
+
+        def loop_direct(it):
+            for _ in range(it):
+                k.launch(1, 1, *args)
+
+        if n == 4:  # spell the 4 arguments out: that is how users call it
+            a, x, y, m = args
+
+            def loop_floor(it):  # noqa: F811
+                for _ in range(it):
+                    floor(a, x, y, m)
+
+            def loop_indexed(it):  # noqa: F811
+                for _ in range(it):
+                    k[1, 1](a, x, y, m)
+
+            def loop_configured(it):  # noqa: F811
+                for _ in range(it):
+                    run(a, x, y, m)
+
+            def loop_direct(it):  # noqa: F811
+                for _ in range(it):
+                    k.launch(1, 1, a, x, y, m)
+
+        if row == "C baseline":
+            block, _holders = _c_params(k, args)
+            entry = runtime.launch_entry()
+            samples = sorted(lib.ql_bench_launch_ns(entry, k._handle, block, 1, 1, iters)
+                             for _ in range(repeats))
+            value = samples[len(samples) // 2]
+        else:
+            fn = {"python loop": loop_empty, "C-ext floor": loop_floor,
+                  "indexed": loop_indexed, "configured": loop_configured,
+                  "direct": loop_direct}[row]
+            value = median_ns(fn, iters, repeats)
+        rows.setdefault(row, {})[n] = value
+        if progress:
+            progress(done, len(steps), f"{row} ({n} params)")
+    return {"device": dev.name, "iters": iters, "repeats": repeats, "rows": rows}
+
+
+def table(result: dict) -> str:
+    rows = result["rows"]
+    base, floor = rows["C baseline"], rows["C-ext floor"]
+    out = [f"launch overhead on {result['device']}: ns per launch, median of "
+           f"{result['repeats']} x {result['iters']} launches",
+           f"{'path':<13}{'4 params':>10}{'16 params':>11}{'- C (4)':>10}{'/ floor (4)':>13}"]
+    for name in ("indexed", "configured", "direct", "C baseline", "C-ext floor", "python loop"):
+        r = rows[name]
+        out.append(f"{name:<13}{r[4]:>10.1f}{r[16]:>11.1f}{r[4] - base[4]:>+10.1f}"
+                   f"{r[4] / floor[4]:>12.2f}x")
+    return "\n".join(out)

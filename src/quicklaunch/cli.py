@@ -1,0 +1,80 @@
+"""The ``quicklaunch`` command: ``info`` and ``bench``."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+from pathlib import Path
+
+
+def _info(args) -> int:
+    import numpy
+
+    import quicklaunch as ql
+    from .backends.cpu import runtime, toolchain
+    from .cache import CompileCache, default_cache_dir
+
+    print(f"quicklaunch {ql.__version__}")
+    print(f"python      {platform.python_version()} ({sys.executable})")
+    print(f"numpy       {numpy.__version__}")
+    print(f"platform    {platform.platform()}")
+    print("devices:")
+    print(f"  cpu       {ql.device('cpu').description}; launches under "
+          f"{runtime.inline_threads()} threads run on the caller")
+    print(f"  default   {ql.default_device().name}")
+    print("compilers:")
+    try:
+        c = toolchain.find_compiler()
+        print(f"  C++       {c.path}: {c.version}")
+    except ql.CompileError as exc:
+        print(f"  C++       none: {exc}")
+    for name in ("nvcc", "hipcc"):
+        print(f"  {name:<9} {shutil.which(name) or 'not found'}")
+    root = default_cache_dir()
+    print(f"cache       {root}")
+    try:
+        entries, size = CompileCache(root).stats()
+        print(f"            {entries} entries, {size / 1e6:.1f} MB")
+    except ql.CacheError as exc:
+        print(f"            unusable: {exc}")
+    return 0
+
+
+def _bench(args) -> int:
+    from .bench.launch import measure, table
+
+    def progress(done, total, what):
+        bar = "#" * (20 * done // total)
+        print(f"\r[{bar:<20}] {done}/{total} {what:<28}", end="", file=sys.stderr, flush=True)
+
+    iters = 20_000 if args.quick else 200_000
+    result = measure(args.device, iters=iters, repeats=5 if args.quick else 9,
+                     progress=progress)
+    print(file=sys.stderr)
+    print(table(result))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(result, indent=2))
+    print(f"\nresults written to {out / 'results.json'}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="quicklaunch", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="versions, devices, compilers, cache").set_defaults(fn=_info)
+    b = sub.add_parser("bench", help="launch-overhead benchmark on a device")
+    b.add_argument("--device", default=None, help="cpu, cuda, cuda:N (default: ql.device())")
+    b.add_argument("--out", default=os.path.join(".", "quicklaunch-bench"),
+                   help="directory for results.json (default ./quicklaunch-bench)")
+    b.add_argument("--quick", action="store_true", help="fewer iterations")
+    b.set_defaults(fn=_bench)
+    args = parser.parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
