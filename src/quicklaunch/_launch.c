@@ -146,13 +146,14 @@ static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out) {
     if (PyBool_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o))
         return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
     if (PyLong_Check(o)) {
-        void *p = PyLong_AsVoidPtr(o);
-        if (p == NULL && PyErr_Occurred()) {
+        /* Not PyLong_AsVoidPtr: it takes negative ints as addresses. */
+        unsigned long long p = PyLong_AsUnsignedLongLong(o);
+        if (p == (unsigned long long)-1 && PyErr_Occurred()) {
             PyErr_Clear();
             return arg_error(k, i, LaunchOverflowError,
                              "the int is not a valid address (negative or above 2**64 - 1)");
         }
-        *out = p;
+        *out = (void *)(uintptr_t)p;
         return 0;
     }
     if (!k->host_memory)

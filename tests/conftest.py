@@ -1,0 +1,17 @@
+"""Shared test set-up: one private compile cache for the whole session, so
+every test file reuses kernels another compiled, and a seeded RNG."""
+import os
+import tempfile
+
+import numpy as np
+import pytest
+
+if "QUICKLAUNCH_CACHE_DIR" not in os.environ:
+    _session_cache = tempfile.mkdtemp(prefix="quicklaunch-test-cache-")
+    os.chmod(_session_cache, 0o700)
+    os.environ["QUICKLAUNCH_CACHE_DIR"] = _session_cache
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(20261130)
