@@ -42,6 +42,27 @@ static inline uint16_t ql_double_to_narrow(double d, int exp_bits, int mant_bits
     return (uint16_t)(sign | r);
 }
 
+/* Fast path for the common case: an exact int that fits in one digit.
+ * Returns 1 with *out set, or 0 when the general path must decide. */
+static inline int ql_small_int(PyObject *o, long *out) {
+#if PY_VERSION_HEX >= 0x030C0000
+    if (PyLong_CheckExact(o) && PyUnstable_Long_IsCompact((PyLongObject *)o)) {
+        *out = (long)PyUnstable_Long_CompactValue((PyLongObject *)o);
+        return 1;
+    }
+#else
+    if (PyLong_CheckExact(o)) {
+        Py_ssize_t size = Py_SIZE(o);
+        if (size == 0 || size == 1 || size == -1) {
+            long d = (long)((PyLongObject *)o)->ob_digit[0];
+            *out = size < 0 ? -d : d;
+            return 1;
+        }
+    }
+#endif
+    return 0;
+}
+
 /* Integer in [lo, hi] from a Python int (or an object with __index__). */
 static inline int ql_as_int64(PyObject *o, int64_t lo, int64_t hi, int64_t *out,
                               int *overflow) {

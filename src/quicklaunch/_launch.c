@@ -335,17 +335,15 @@ static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, v
         case QL_KIND_PTR_CONST:
             if (pack_pointer(k, i, o, (void **)slot) < 0) return -1;
             break;
-        case QL_KIND_I32:
-            if (PyLong_CheckExact(o)) {
-                int overflow;
-                long v = PyLong_AsLongAndOverflow(o, &overflow);
-                if (!overflow && v >= INT32_MIN && v <= INT32_MAX) {
-                    *(int32_t *)slot = (int32_t)v;
-                    break;
-                }
+        case QL_KIND_I32: {
+            long v; /* one digit (30 bits) always fits an int32 */
+            if (ql_small_int(o, &v)) {
+                *(int32_t *)slot = (int32_t)v;
+                break;
             }
             if (pack_integer(k, i, o, slot) < 0) return -1;
             break;
+        }
         case QL_KIND_F32:
             if (PyFloat_CheckExact(o)) {
                 double d = PyFloat_AS_DOUBLE(o);
@@ -391,7 +389,7 @@ static int backend_error(KernelCore *k, int status) {
     return -1;
 }
 
-static int do_launch(KernelCore *k, const uint32_t *grid, const uint32_t *block,
+static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const uint32_t *grid, const uint32_t *block,
                      uint32_t shared, void *stream, int release_gil,
                      PyObject *const *args, Py_ssize_t nargs) {
     _Alignas(64) char params[QL_MAX_PARAM_BYTES];

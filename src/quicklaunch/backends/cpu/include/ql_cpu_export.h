@@ -81,9 +81,26 @@ struct entry<void (*)(A...), F> {
          (uint32_t)kind_of<A>::value}...,
         {0, 0, 0}};
 
+    // One row of threads (fixed y, z) with a block width known at compile
+    // time: the compiler can then prove that blockIdx.x * blockDim.x +
+    // threadIdx.x does not wrap and vectorise the row.
+    template <unsigned BX>
+    static inline __attribute__((always_inline)) void row(A... a) {
+        for (unsigned x = 0; x < BX; ++x) {
+            threadIdx.x = x;
+            F(a...);
+        }
+    }
+
+    static inline __attribute__((always_inline)) void row(unsigned bx, A... a) {
+        for (unsigned x = 0; x < bx; ++x) {
+            threadIdx.x = x;
+            F(a...);
+        }
+    }
+
     // The block loop: arguments are unpacked once per range of blocks and
-    // passed by value, so the inlined kernel body sees loop invariants and
-    // the compiler can vectorise over threadIdx.x.
+    // passed by value, so the inlined kernel body sees loop invariants.
     static void loop(const ql_cpu_dims *d, uint64_t first, uint64_t last, A... a) {
         const unsigned bx = d->block[0], by = d->block[1], bz = d->block[2];
         const uint64_t gx = d->grid[0], gy = d->grid[1];
@@ -93,14 +110,32 @@ struct entry<void (*)(A...), F> {
             blockIdx.x = (unsigned)(b % gx);
             blockIdx.y = (unsigned)((b / gx) % gy);
             blockIdx.z = (unsigned)(b / (gx * gy));
+#ifndef QL_DEBUG
+            // Common widths get a specialised row when the global x index
+            // of this block fits an int (true for any realistic launch). The
+            // test is spelled as kernels spell the index, in 32-bit unsigned
+            // arithmetic, so the compiler connects the two.
+            const unsigned base = blockIdx.x * blockDim.x;
+            const bool fits = base <= (unsigned)INT_MAX - 1024u;
+#endif
             for (unsigned z = 0; z < bz; ++z) {
                 threadIdx.z = z;
                 for (unsigned y = 0; y < by; ++y) {
                     threadIdx.y = y;
-                    for (unsigned x = 0; x < bx; ++x) {
-                        threadIdx.x = x;
-                        F(a...);
+#ifndef QL_DEBUG
+                    if (fits) {
+                        switch (bx) {
+                        case 32: row<32>(a...); continue;
+                        case 64: row<64>(a...); continue;
+                        case 128: row<128>(a...); continue;
+                        case 256: row<256>(a...); continue;
+                        case 512: row<512>(a...); continue;
+                        case 1024: row<1024>(a...); continue;
+                        default: break;
+                        }
                     }
+#endif
+                    row(bx, a...);
                 }
             }
         }
