@@ -12,8 +12,9 @@ import pytest
 import quicklaunch as ql
 
 SOURCE = r"""
-extern "C" __global__ void count(unsigned long long *counter, int *owner) {
+extern "C" __global__ void count(unsigned long long *counter, int *owner, int work) {
     atomicAdd(counter, 1ull);
+    for (volatile int k = 0; k < work; ++k) {}  // keep a block busy for a while
     // Record which OS thread ran each block (by the address of a thread-local).
     static thread_local int tag;
     if (threadIdx.x == 0) owner[blockIdx.x] = (int)((size_t)&tag >> 4);
@@ -42,7 +43,7 @@ def test_blocks_spread_over_workers(mod):
     blocks = 4096
     counter = np.zeros(1, np.uint64)
     owner = np.zeros(blocks, np.int32)
-    mod.count[blocks, 64](counter, owner)
+    mod.count[blocks, 64](counter, owner, 200)
     assert counter[0] == blocks * 64
     if ql.device("cpu").description.startswith("host CPU, 1 "):
         pytest.skip("one worker thread on this machine")
@@ -52,10 +53,10 @@ def test_blocks_spread_over_workers(mod):
 def test_tiny_launch_runs_on_the_caller(mod):
     owner = np.zeros(1, np.int32)
     counter = np.zeros(1, np.uint64)
-    mod.count[1, 32](counter, owner)
+    mod.count[1, 32](counter, owner, 0)
     first = owner[0]
     for _ in range(5):
-        mod.count[1, 32](counter, owner)
+        mod.count[1, 32](counter, owner, 0)
         assert owner[0] == first
     assert counter[0] == 6 * 32
 
