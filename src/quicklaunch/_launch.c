@@ -57,7 +57,8 @@ typedef struct {
     void *stream;
     PyObject *stream_obj;
     int release_gil;
-} Launcher;
+    PyMethodDef def;        /* the bound launch function's definition, named */
+} Launcher;                 /* after the kernel (see make_launcher) */
 
 typedef struct {
     PyObject_HEAD
@@ -100,6 +101,17 @@ static int wrong_kind(KernelCore *k, uint32_t i, PyObject *o, const char *wanted
 
 /* -------------------------------------------------------------- pointers */
 
+/* An address from a Python int (or __index__ object): 0 .. 2**64 - 1. */
+static int address_from_int(PyObject *o, void **out) {
+    PyObject *idx = PyNumber_Index(o);
+    if (!idx) return -1;
+    unsigned long long p = PyLong_AsUnsignedLongLong(idx);
+    Py_DECREF(idx);
+    if (p == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    *out = (void *)(uintptr_t)p;
+    return 0;
+}
+
 static int pointer_from_buffer_protocol(KernelCore *k, uint32_t i, PyObject *o, void **out) {
     int writable = k->codes[i] == QL_KIND_PTR;
     Py_buffer view;
@@ -137,25 +149,31 @@ static int pointer_from_array_interface(KernelCore *k, uint32_t i, PyObject *o,
                          "the %.100s is read-only but the parameter is a non-const pointer; "
                          "pass a writable copy or declare the parameter const",
                          Py_TYPE(o)->tp_name);
-    *out = PyLong_AsVoidPtr(PyTuple_GET_ITEM(data, 0));
-    return PyErr_Occurred() ? -1 : 0;
+    if (address_from_int(PyTuple_GET_ITEM(data, 0), out) < 0) {
+        PyErr_Clear();
+        return arg_error(k, i, LaunchValueError, "the __array_interface__ of %.100s has an "
+                         "invalid data address", Py_TYPE(o)->tp_name);
+    }
+    return 0;
 }
 
 static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out) {
     if (o == Py_None) { *out = NULL; return 0; }
     if (PyBool_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o))
         return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
-    if (PyLong_Check(o)) {
-        /* Not PyLong_AsVoidPtr: it takes negative ints as addresses. */
-        unsigned long long p = PyLong_AsUnsignedLongLong(o);
-        if (p == (unsigned long long)-1 && PyErr_Occurred()) {
+    /* Ints (and NumPy integer scalars) are addresses. Not PyLong_AsVoidPtr:
+     * it takes negative ints as addresses. */
+    if (PyLong_Check(o) || PyArray_IsScalar(o, Integer)) {
+        if (address_from_int(o, out) < 0) {
             PyErr_Clear();
             return arg_error(k, i, LaunchOverflowError,
                              "the int is not a valid address (negative or above 2**64 - 1)");
         }
-        *out = (void *)(uintptr_t)p;
         return 0;
     }
+    /* Other NumPy scalars export their own storage through the buffer
+     * protocol; that is never what a pointer parameter means. */
+    if (PyArray_IsScalar(o, Generic)) return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
     if (!k->host_memory)
         return arg_error(k, i, LaunchTypeError,
                          "a %.100s is host memory, not memory of device %U; "
@@ -268,7 +286,8 @@ static int pack_floating(KernelCore *k, uint32_t i, PyObject *o, char *slot) {
             return arg_error(k, i, LaunchOverflowError, "the int is too large for %s",
                              kind_text(code));
         }
-    } else if (PyFloat_Check(o) || PyLong_Check(o) || PyArray_IsScalar(o, Number)) {
+    } else if (PyFloat_Check(o) || PyLong_Check(o) || PyArray_IsScalar(o, Integer) ||
+               PyArray_IsScalar(o, Floating)) {
         d = PyFloat_AsDouble(o);
         if (d == -1.0 && PyErr_Occurred()) return -1;
     } else {
@@ -409,8 +428,8 @@ static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const 
     return status ? backend_error(k, status) : 0;
 }
 
-static PyObject *launcher_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf,
-                                     PyObject *kwnames) {
+static inline __attribute__((always_inline)) PyObject *
+launcher_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Launcher *l = (Launcher *)self;
     if (kwnames && PyTuple_GET_SIZE(kwnames)) {
         PyErr_Format(LaunchTypeError, "kernel '%U' takes its arguments by position, in the "
@@ -421,6 +440,20 @@ static PyObject *launcher_vectorcall(PyObject *self, PyObject *const *args, size
                   PyVectorcall_NARGS(nargsf)) < 0)
         return NULL;
     Py_RETURN_NONE;
+}
+
+/* The same launch as a METH_FASTCALL function bound to the Launcher: what
+ * k.configure() and k[grid, block] return. CPython specialises calls to
+ * such builtin methods, which a callable object does not get. */
+static PyObject *launcher_fastcall(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                   PyObject *kwnames) {
+    return launcher_vectorcall(self, args, (size_t)nargs, kwnames);
+}
+
+/* The Launcher object itself, called: its tp_vectorcall. */
+static PyObject *launcher_vectorcall_entry(PyObject *self, PyObject *const *args,
+                                           size_t nargsf, PyObject *kwnames) {
+    return launcher_vectorcall(self, args, nargsf, kwnames);
 }
 
 #include "_launch_types.h"

@@ -90,7 +90,11 @@ static int parse_shared(KernelCore *k, PyObject *o, long long *out) {
     if (!idx) return -1;
     *out = PyLong_AsLongLongAndOverflow(idx, &overflow);
     Py_DECREF(idx);
-    if (overflow) *out = -1;
+    if (overflow) {
+        PyErr_Format(LaunchValueError, "kernel '%U': shared_mem is %R bytes; device %U "
+                     "allows 0 to %u", k->name, o, k->device_name, k->max_shared);
+        return -1;
+    }
     return 0;
 }
 
@@ -115,9 +119,14 @@ static int parse_stream(KernelCore *k, PyObject *o, void **out) {
             return -1;
         }
     }
-    *out = PyLong_AsVoidPtr(handle);
+    int rc = address_from_int(handle, out);
     Py_DECREF(handle);
-    return PyErr_Occurred() ? -1 : 0;
+    if (rc < 0) {
+        PyErr_Clear();
+        PyErr_Format(LaunchOverflowError, "kernel '%U': the stream handle %R is not valid "
+                     "(negative or above 2**64 - 1)", k->name, o);
+    }
+    return rc;
 }
 
 static int wants_gil_release(KernelCore *k, const uint32_t *grid, const uint32_t *block) {
@@ -126,6 +135,7 @@ static int wants_gil_release(KernelCore *k, const uint32_t *grid, const uint32_t
     return threads > k->inline_threads;
 }
 
+/* Validates a configuration and returns the launch function bound to it. */
 static PyObject *make_launcher(KernelCore *k, PyObject *grid_o, PyObject *block_o,
                                PyObject *shared_o, PyObject *stream_o) {
     uint32_t grid[3], block[3];
@@ -137,7 +147,7 @@ static PyObject *make_launcher(KernelCore *k, PyObject *grid_o, PyObject *block_
         return NULL;
     Launcher *l = PyObject_GC_New(Launcher, &LauncherType);
     if (!l) return NULL;
-    l->vectorcall = launcher_vectorcall;
+    l->vectorcall = launcher_vectorcall_entry;
     l->kernel = (KernelCore *)Py_NewRef(k);
     memcpy(l->grid, grid, sizeof grid);
     memcpy(l->block, block, sizeof block);
@@ -145,8 +155,20 @@ static PyObject *make_launcher(KernelCore *k, PyObject *grid_o, PyObject *block_
     l->stream = stream;
     l->stream_obj = Py_NewRef(stream_o ? stream_o : Py_None);
     l->release_gil = wants_gil_release(k, grid, block);
+    l->def.ml_name = PyUnicode_AsUTF8(k->name); /* lives as long as the kernel */
+    l->def.ml_meth = (PyCFunction)(void (*)(void))launcher_fastcall;
+    l->def.ml_flags = METH_FASTCALL | METH_KEYWORDS;
+    l->def.ml_doc = "Launches the kernel with this configuration; pass the kernel's "
+                    "arguments by position. __self__ is the Launcher.";
     PyObject_GC_Track(l);
-    return (PyObject *)l;
+    if (!l->def.ml_name) {
+        Py_DECREF(l);
+        return NULL;
+    }
+    /* A builtin method named after the kernel, bound to the Launcher. */
+    PyObject *bound = PyCFunction_NewEx(&l->def, (PyObject *)l, NULL);
+    Py_DECREF(l);
+    return bound;
 }
 
 /* ------------------------------------------------------------ KernelCore */
@@ -202,6 +224,19 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
         size_t a = PyLong_AsSize_t(PySequence_Fast_GET_ITEM(al, i));
         if (PyErr_Occurred()) goto done;
         uint8_t c = ((uint8_t *)codes.buf)[i];
+        if (!PyUnicode_Check(PyTuple_GET_ITEM(pnames, i))) {
+            PyErr_Format(PyExc_TypeError, "kernel '%U': parameter names must be str", name);
+            goto done;
+        }
+        /* Scalars and pointers have their natural size; the launcher writes
+         * exactly that many bytes into the slot. */
+        static const uint8_t natural[] = {0, 8, 8, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1};
+        if (c >= QL_KIND_PTR && c < QL_KIND_STRUCT && (s != natural[c] || a > s)) {
+            PyErr_Format(LaunchValueError, "kernel '%U', parameter %zd '%U': a %s of %zu "
+                         "bytes (alignment %zu) does not match its kind", name, i + 1,
+                         PyTuple_GET_ITEM(pnames, i), kind_text(c), s, a);
+            goto done;
+        }
         if (c < QL_KIND_PTR || c > QL_KIND_STRUCT || !a || (a & (a - 1)) || a > 64) {
             PyErr_Format(LaunchValueError, "kernel '%U', parameter %zd '%U': a kernel "
                          "cannot take this type by value (kind %d, alignment %zu); pass "
@@ -253,6 +288,29 @@ static int core_ready(KernelCore *k) {
     return 0;
 }
 
+static int exact_int(PyObject *o) { return PyLong_CheckExact(o); }
+
+/* Only keys of exact ints (and a stream that is None, an exact int or not
+ * a number) are cached: 1.0 == True == 1, and a dict hit must not accept
+ * what make_launcher would refuse. */
+static int canonical_key(PyObject *key) {
+    Py_ssize_t n = PyTuple_GET_SIZE(key);
+    for (Py_ssize_t j = 0; j < n && j < 3; ++j) {
+        PyObject *v = PyTuple_GET_ITEM(key, j);
+        if (PyTuple_CheckExact(v) && j < 2) {
+            for (Py_ssize_t m = 0; m < PyTuple_GET_SIZE(v); ++m)
+                if (!exact_int(PyTuple_GET_ITEM(v, m))) return 0;
+        } else if (!exact_int(v)) {
+            return 0;
+        }
+    }
+    if (n == 4) {
+        PyObject *st = PyTuple_GET_ITEM(key, 3);
+        if (st != Py_None && !exact_int(st) && PyNumber_Check(st)) return 0;
+    }
+    return 1;
+}
+
 /* k[grid, block], k[grid, block, shared_mem], k[grid, block, shared_mem, stream]. */
 static PyObject *core_subscript(PyObject *self, PyObject *key) {
     KernelCore *k = (KernelCore *)self;
@@ -269,16 +327,21 @@ static PyObject *core_subscript(PyObject *self, PyObject *key) {
                      "shared_mem] or [grid, block, shared_mem, stream]", k->name);
         return NULL;
     }
-    PyObject *l = PyDict_GetItemWithError(k->configs, key);
+    int cacheable = canonical_key(key);
+    PyObject *l = cacheable ? PyDict_GetItemWithError(k->configs, key) : NULL;
     if (l) {
         Py_INCREF(l);
     } else {
-        if (PyErr_Occurred()) PyErr_Clear(); /* unhashable: build without caching */
+        if (PyErr_Occurred()) { /* unhashable stream object: build without caching */
+            PyErr_Clear();
+            cacheable = 0;
+        }
         Py_ssize_t n = PyTuple_GET_SIZE(key);
         l = make_launcher(k, PyTuple_GET_ITEM(key, 0), PyTuple_GET_ITEM(key, 1),
                           n > 2 ? PyTuple_GET_ITEM(key, 2) : NULL,
                           n > 3 ? PyTuple_GET_ITEM(key, 3) : NULL);
         if (!l) return NULL;
+        if (!cacheable) return l;
         if (PyDict_GET_SIZE(k->configs) >= QL_CONFIG_CACHE_MAX) PyDict_Clear(k->configs);
         if (PyDict_SetItem(k->configs, key, l) < 0) PyErr_Clear();
     }
@@ -465,8 +528,9 @@ static PyTypeObject LauncherType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "quicklaunch._launch.Launcher",
     .tp_basicsize = sizeof(Launcher),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | Py_TPFLAGS_HAVE_GC,
-    .tp_doc = "A kernel bound to one launch configuration; call it with the kernel's "
-              "arguments.",
+    .tp_doc = "A kernel bound to one launch configuration. k.configure() returns its "
+              "bound launch function (whose __self__ this is); calling the Launcher "
+              "itself launches too.",
     .tp_vectorcall_offset = offsetof(Launcher, vectorcall),
     .tp_call = PyVectorcall_Call,
     .tp_dealloc = launcher_dealloc,

@@ -261,6 +261,19 @@ def test_int_too_large_for_double():
         pack(F64, 2**1024)
 
 
+# BUG: _launch.c pack_floating() accepts PyArray_IsScalar(o, Number), which includes
+# NumPy complex scalars: np.complex128(1+2j) silently becomes 1.0 (a ComplexWarning
+# at most), while a Python complex is a LaunchTypeError.
+@pytest.mark.parametrize("code", [F16, BF16, F32, F64])
+@pytest.mark.parametrize("value", [np.complex128(1 + 2j), np.complex64(1 + 0j)],
+                         ids=["complex128", "complex64"])
+def test_numpy_complex_to_float_param(code, value):
+    with pytest.raises(ql.LaunchTypeError, match="expects a real number"):
+        pack(code, value)
+    with pytest.raises(ql.LaunchTypeError, match="expects a real number"):
+        pack(code, 1 + 2j)
+
+
 def test_bool():
     for v, want in [(True, 1), (False, 0), (np.True_, 1), (np.False_, 0), (1, 1), (0, 0)]:
         assert pack(BOOL, v) == bytes([want])
@@ -466,7 +479,8 @@ def test_argument_count_and_keywords():
         make_kernel([I32], names=["x"])[1, 1]()
     with pytest.raises(ql.LaunchTypeError) as e:
         k[1, 1](1, alpha=2.0)
-    assert str(e.value) == "kernel 'kern' takes its arguments by position, in the order ('n', 'alpha')"
+    assert str(e.value) == ("kernel 'kern' takes its arguments by position, in the order "
+                            "('n', 'alpha')")
     with pytest.raises(ql.LaunchTypeError, match="unexpected keyword 'alpha'"):
         k.launch(1, 1, 1, alpha=2.0)
     assert k.backend.calls == []
@@ -528,11 +542,17 @@ def test_launcher_attributes():
     k = make_kernel([I32])
     s = CudaStream(9)
     run = k.configure((2, 3), 64, shared_mem=128, stream=s)
-    assert (run.grid, run.block, run.shared_mem, run.stream) == ((2, 3, 1), (64, 1, 1), 128, s)
-    assert run.kernel is k and isinstance(run, ql.Launcher)
-    assert repr(run) == "<Launcher kern[(2, 3, 1), (64, 1, 1), 128]>"
-    assert k.configure(1, 1).stream is None and k.configure(1, 1).shared_mem == 0
+    assert (run.__self__.grid, run.__self__.block, run.__self__.shared_mem,
+            run.__self__.stream) == ((2, 3, 1), (64, 1, 1), 128, s)
+    launcher = run.__self__
+    assert launcher.kernel is k and isinstance(launcher, ql.Launcher)
+    assert run.__name__ == "kern" and "built-in method kern" in repr(run)
+    assert repr(launcher) == "<Launcher kern[(2, 3, 1), (64, 1, 1), 128]>"
+    assert k.configure(1, 1).__self__.stream is None
+    assert k.configure(1, 1).__self__.shared_mem == 0
     run(5)
+    assert k.backend.pop().stream == 9
+    launcher(6)  # the Launcher itself is callable too
     assert k.backend.pop().stream == 9
 
 
@@ -687,7 +707,8 @@ def test_kernel_description_size_must_match_kind():
 
 
 # BUG: core_init() accepts any tuple as param_names, but the messages format its
-# items with %U: a non-str name reads freed/foreign memory (garbage or a crash).
+# items with %U: a non-str name is read as if it were a str (garbage text seen,
+# or a crash), so it runs in a subprocess.
 def test_param_names_must_be_strings():
     code = ("import ctypes, quicklaunch as ql\nfrom quicklaunch import _launch\n"
             "try:\n    _launch.KernelCore(name='k', param_names=(1,), codes=bytes([17]), "
@@ -742,7 +763,7 @@ def test_kernel_with_cached_launchers_is_collected():
     gc.collect()
     assert ref() is not None           # a live Launcher keeps its kernel
     held(4)
-    assert held.kernel.backend.pop().params[0] == struct.pack("<i", 4)
+    assert held.__self__.kernel.backend.pop().params[0] == struct.pack("<i", 4)
     del held
     gc.collect()
     assert ref() is None
