@@ -47,6 +47,11 @@ typedef struct {
     PyObject *name, *param_names, *device_name, *error_hook;
     PyObject *configs;        /* dict: subscript key -> Launcher */
     PyObject *last_key, *last_launcher;
+    /* k.launch(grid, block, ...) remembers the last grid and block objects
+     * it validated; the same objects again (constants, small ints) skip
+     * parsing and validation. */
+    PyObject *direct_grid, *direct_block;
+    uint32_t direct_dims[6];
 } KernelCore;
 
 typedef struct {

@@ -28,13 +28,14 @@ static int parse_dims(KernelCore *k, PyObject *o, const char *what, uint32_t out
         if (!idx) return -1;
         int overflow;
         long long x = PyLong_AsLongLongAndOverflow(idx, &overflow);
-        Py_DECREF(idx);
         if (overflow || x < 1 || x > 0xffffffffLL) {
             PyErr_Format(LaunchValueError,
                          "kernel '%U': %s dimension %c is %R; each dimension must be "
-                         "between 1 and the device's limit", k->name, what, "xyz"[j], v);
+                         "between 1 and the device's limit", k->name, what, "xyz"[j], idx);
+            Py_DECREF(idx);
             return -1;
         }
+        Py_DECREF(idx);
         out[j] = (uint32_t)x;
     }
     return 0;
@@ -290,6 +291,15 @@ static int core_ready(KernelCore *k) {
 
 static int exact_int(PyObject *o) { return PyLong_CheckExact(o); }
 
+/* An exact int or a tuple of exact ints: immutable, equal only to itself. */
+static int exact_dims(PyObject *o) {
+    if (exact_int(o)) return 1;
+    if (!PyTuple_CheckExact(o)) return 0;
+    for (Py_ssize_t m = 0; m < PyTuple_GET_SIZE(o); ++m)
+        if (!exact_int(PyTuple_GET_ITEM(o, m))) return 0;
+    return 1;
+}
+
 /* Only keys of exact ints (and a stream that is None, an exact int or not
  * a number) are cached: 1.0 == True == 1, and a dict hit must not accept
  * what make_launcher would refuse. */
@@ -297,12 +307,7 @@ static int canonical_key(PyObject *key) {
     Py_ssize_t n = PyTuple_GET_SIZE(key);
     for (Py_ssize_t j = 0; j < n && j < 3; ++j) {
         PyObject *v = PyTuple_GET_ITEM(key, j);
-        if (PyTuple_CheckExact(v) && j < 2) {
-            for (Py_ssize_t m = 0; m < PyTuple_GET_SIZE(v); ++m)
-                if (!exact_int(PyTuple_GET_ITEM(v, m))) return 0;
-        } else if (!exact_int(v)) {
-            return 0;
-        }
+        if (j < 2 ? !exact_dims(v) : !exact_int(v)) return 0;
     }
     if (n == 4) {
         PyObject *st = PyTuple_GET_ITEM(key, 3);
@@ -401,10 +406,28 @@ static PyObject *core_launch(PyObject *self, PyObject *const *args, Py_ssize_t n
             return NULL;
         }
     }
-    if (parse_dims(k, args[0], "grid", grid) < 0 || parse_dims(k, args[1], "block", block) < 0 ||
-        parse_shared(k, shared_o, &shared) < 0 || check_config(k, grid, block, shared) < 0 ||
-        parse_stream(k, stream_o, &stream) < 0)
-        return NULL;
+    if (args[0] == k->direct_grid && args[1] == k->direct_block) {
+        memcpy(grid, k->direct_dims, sizeof grid);
+        memcpy(block, k->direct_dims + 3, sizeof block);
+        shared = 0;
+        if ((shared_o && (parse_shared(k, shared_o, &shared) < 0 ||
+                          check_config(k, grid, block, shared) < 0)) ||
+            parse_stream(k, stream_o, &stream) < 0)
+            return NULL;
+    } else {
+        if (parse_dims(k, args[0], "grid", grid) < 0 ||
+            parse_dims(k, args[1], "block", block) < 0 ||
+            parse_shared(k, shared_o, &shared) < 0 ||
+            check_config(k, grid, block, shared) < 0 || parse_stream(k, stream_o, &stream) < 0)
+            return NULL;
+        if (exact_dims(args[0]) && exact_dims(args[1])) {
+            /* immutable: safe to recognise by identity next time */
+            Py_XSETREF(k->direct_grid, Py_NewRef(args[0]));
+            Py_XSETREF(k->direct_block, Py_NewRef(args[1]));
+            memcpy(k->direct_dims, grid, sizeof grid);
+            memcpy(k->direct_dims + 3, block, sizeof block);
+        }
+    }
     if (do_launch(k, grid, block, (uint32_t)shared, stream, wants_gil_release(k, grid, block),
                   args + 2, nargs - 2) < 0)
         return NULL;
@@ -439,6 +462,8 @@ static int core_clear(PyObject *self) {
     Py_CLEAR(k->configs);
     Py_CLEAR(k->last_key);
     Py_CLEAR(k->last_launcher);
+    Py_CLEAR(k->direct_grid);
+    Py_CLEAR(k->direct_block);
     return 0;
 }
 

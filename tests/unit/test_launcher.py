@@ -788,3 +788,36 @@ def test_threads_share_a_launcher(inline_threads):
                        struct.unpack("<d", c.params[2])) for c in k.backend.calls)
     assert got == sorted((t, t * 10**12 + i, i + 0.5) for t in range(4) for i in range(per_thread))
     assert all(c.grid == (4, 2, 1) and c.block == (64, 1, 1) for c in k.backend.calls)
+
+
+class MutableIndex:
+    """An __index__ object whose value can change between launches."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __index__(self):
+        return self.v
+
+
+def test_direct_launch_reuses_only_identical_immutable_configs():
+    k = make_kernel([I32])
+    for grid, block in [(3, 32), (3, 32), (4, 32), ((2, 2), (8, 4)), ((2, 2), (8, 4)), (3, 32)]:
+        k.launch(grid, block, 1)
+        call = k.backend.pop()
+        g = (grid,) if isinstance(grid, int) else grid
+        b = (block,) if isinstance(block, int) else block
+        assert call.grid == g + (1,) * (3 - len(g)) and call.block == b + (1,) * (3 - len(b))
+    g = MutableIndex(5)
+    k.launch(g, 32, 1)
+    assert k.backend.pop().grid == (5, 1, 1)
+    g.v = 6
+    k.launch(g, 32, 1)
+    assert k.backend.pop().grid == (6, 1, 1)
+    g.v = 0
+    with pytest.raises(ql.LaunchValueError, match="grid dimension x is 0"):
+        k.launch(g, 32, 1)
+    k.launch(3, 32, 1, shared_mem=64)  # the remembered dims with a new shared size
+    assert k.backend.pop().shared == 64
+    with pytest.raises(ql.LaunchValueError, match="shared_mem is 1048576"):
+        k.launch(3, 32, 1, shared_mem=1 << 20)

@@ -13,13 +13,15 @@ Rows (ns per launch, median of repeats):
 from __future__ import annotations
 
 import ctypes
+import statistics
+import time
 
 import numpy as np
 
 import quicklaunch as ql
 
 from . import _floor
-from .harness import baseline_library, median_ns
+from .harness import baseline_library
 
 SOURCE = r"""
 extern "C" __global__ void empty4(float a, const float *x, float *y, int n) {}
@@ -58,74 +60,100 @@ def _c_params(kernel, args):
     return block, holders
 
 
+ROWS = ("python loop", "C-ext floor", "C baseline", "indexed", "configured", "direct")
+
+
+def _timers(mod, n: int, lib, entry: int) -> dict:
+    """{row: fn(iters) -> ns per launch} for the kernel with n parameters."""
+    k = mod.get_kernel(f"empty{n}")
+    args = _args(n)
+    run = k.configure(1, 1)
+    floor = _floor.nothing
+
+    def loop_empty(it):
+        for _ in range(it):
+            pass
+
+    if n == 4:  # spell the arguments out: that is how users call kernels
+        a, x, y, m = args
+
+        def loop_floor(it):
+            for _ in range(it):
+                floor(a, x, y, m)
+
+        def loop_indexed(it):
+            for _ in range(it):
+                k[1, 1](a, x, y, m)
+
+        def loop_configured(it):
+            for _ in range(it):
+                run(a, x, y, m)
+
+        def loop_direct(it):
+            for _ in range(it):
+                k.launch(1, 1, a, x, y, m)
+    else:
+        a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w = args
+
+        def loop_floor(it):
+            for _ in range(it):
+                floor(a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w)
+
+        def loop_indexed(it):
+            for _ in range(it):
+                k[1, 1](a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w)
+
+        def loop_configured(it):
+            for _ in range(it):
+                run(a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w)
+
+        def loop_direct(it):
+            for _ in range(it):
+                k.launch(1, 1, a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w)
+
+    block, holders = _c_params(k, args)
+
+    def c_baseline(it):
+        del holders[:0]  # keeps the parameter values alive with the block
+        return lib.ql_bench_launch_ns(entry, k._handle, block, 1, 1, it)
+
+    def timed(fn):
+        def run_it(it):
+            t0 = time.perf_counter_ns()
+            fn(it)
+            return (time.perf_counter_ns() - t0) / it
+        return run_it
+
+    return {"python loop": timed(loop_empty), "C-ext floor": timed(loop_floor),
+            "C baseline": c_baseline, "indexed": timed(loop_indexed),
+            "configured": timed(loop_configured), "direct": timed(loop_direct)}
+
+
 def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None) -> dict:
-    """Runs the benchmark; returns {"device": ..., "rows": {row: {nparams: ns}}}."""
+    """Runs the benchmark; returns {"device", "iters", "repeats", "rows": {row: {nparams:
+    median ns}}}. Repeats go round-robin over all rows, so slow drifts of a
+    noisy machine hit every row alike."""
     dev = ql.device(device)
     mod = ql.compile(SOURCE, device=dev)
     lib = baseline_library()
     from ..backends.cpu import runtime
-    rows: dict[str, dict[int, float]] = {}
-    steps = [(n, name) for n in (4, 16) for name in
-             ("python loop", "C-ext floor", "C baseline", "indexed", "configured", "direct")]
-    for done, (n, row) in enumerate(steps, 1):
-        k = mod.get_kernel(f"empty{n}")
-        args = _args(n)
-        run = k.configure(1, 1)
-        floor = _floor.nothing
-
-        def loop_empty(it):
-            for _ in range(it):
-                pass
-
-        def loop_floor(it):
-            for _ in range(it):
-                floor(*args)
-
-        def loop_indexed(it):
-            for _ in range(it):
-                k[1, 1](*args)
-
-        def loop_configured(it):
-            for _ in range(it):
-                run(*args)
-
-        def loop_direct(it):
-            for _ in range(it):
-                k.launch(1, 1, *args)
-
-        if n == 4:  # spell the 4 arguments out: that is how users call it
-            a, x, y, m = args
-
-            def loop_floor(it):  # noqa: F811
-                for _ in range(it):
-                    floor(a, x, y, m)
-
-            def loop_indexed(it):  # noqa: F811
-                for _ in range(it):
-                    k[1, 1](a, x, y, m)
-
-            def loop_configured(it):  # noqa: F811
-                for _ in range(it):
-                    run(a, x, y, m)
-
-            def loop_direct(it):  # noqa: F811
-                for _ in range(it):
-                    k.launch(1, 1, a, x, y, m)
-
-        if row == "C baseline":
-            block, _holders = _c_params(k, args)
-            entry = runtime.launch_entry()
-            samples = sorted(lib.ql_bench_launch_ns(entry, k._handle, block, 1, 1, iters)
-                             for _ in range(repeats))
-            value = samples[len(samples) // 2]
-        else:
-            fn = {"python loop": loop_empty, "C-ext floor": loop_floor,
-                  "indexed": loop_indexed, "configured": loop_configured,
-                  "direct": loop_direct}[row]
-            value = median_ns(fn, iters, repeats)
-        rows.setdefault(row, {})[n] = value
+    entry = runtime.launch_entry()
+    timers = {n: _timers(mod, n, lib, entry) for n in (4, 16)}
+    for per_n in timers.values():          # warm up every path once
+        for fn in per_n.values():
+            fn(max(iters // 10, 1))
+    samples = {(n, row): [] for n in (4, 16) for row in ROWS}
+    for rep in range(repeats):
+        for (n, row), out in samples.items():
+            value = timers[n][row](iters)
+            if value < 0:
+                raise RuntimeError(f"the C baseline's launch failed with status {-value:.0f}")
+            out.append(value)
         if progress:
-            progress(done, len(steps), f"{row} ({n} params)")
+            progress(rep + 1, repeats, f"repeat {rep + 1} of {repeats}")
+    rows: dict[str, dict[int, float]] = {}
+    for (n, row), values in samples.items():
+        rows.setdefault(row, {})[n] = statistics.median(values)
     return {"device": dev.name, "iters": iters, "repeats": repeats, "rows": rows}
 
 

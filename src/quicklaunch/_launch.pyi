@@ -1,0 +1,67 @@
+"""Type stubs for the C fast path (src/quicklaunch/_launch.c)."""
+from typing import Any, Callable, Sequence
+
+MAX_PARAMS: int
+MAX_PARAM_BYTES: int
+
+Dims = int | tuple[int] | tuple[int, int] | tuple[int, int, int]
+LaunchFunction = Callable[..., None]
+"""A builtin method named after the kernel; its ``__self__`` is the Launcher."""
+
+class KernelCore:
+    def __init__(
+        self,
+        *,
+        name: str,
+        param_names: tuple[str, ...],
+        codes: bytes,
+        sizes: Sequence[int],
+        aligns: Sequence[int],
+        launch: int,
+        func: int,
+        device_id: int,
+        device_name: str,
+        host_memory: bool,
+        inline_threads: int,
+        max_block: tuple[int, int, int],
+        max_grid: tuple[int, int, int],
+        max_threads: int,
+        max_shared: int,
+        error_hook: Callable[[Any, int], BaseException],
+    ) -> None: ...
+    def __getitem__(self, config: tuple[Any, ...]) -> LaunchFunction: ...
+    def configure(self, grid: Dims, block: Dims, shared_mem: int = 0,
+                  stream: Any = None) -> LaunchFunction: ...
+    def launch(self, grid: Dims, block: Dims, *args: Any, shared_mem: int = 0,
+               stream: Any = None) -> None: ...
+    def _layout(self) -> tuple[tuple[int, int, int], ...]: ...
+
+class Launcher:
+    @property
+    def kernel(self) -> KernelCore: ...
+    @property
+    def grid(self) -> tuple[int, int, int]: ...
+    @property
+    def block(self) -> tuple[int, int, int]: ...
+    @property
+    def shared_mem(self) -> int: ...
+    @property
+    def stream(self) -> Any: ...
+    def __call__(self, *args: Any) -> None: ...
+
+class Buffer:
+    def __init__(self, ptr: int, nbytes: int, device_id: int, readonly: bool = False,
+                 owner: Any = None) -> None: ...
+    @property
+    def ptr(self) -> int: ...
+    @property
+    def nbytes(self) -> int: ...
+    @property
+    def device_id(self) -> int: ...
+    @property
+    def readonly(self) -> bool: ...
+    @property
+    def owner(self) -> Any: ...
+
+def _register_errors(launch_error: type, type_error: type, value_error: type,
+                     overflow_error: type) -> None: ...
