@@ -73,7 +73,12 @@ def main(argv=None) -> int:
     b.add_argument("--quick", action="store_true", help="fewer iterations")
     b.set_defaults(fn=_bench)
     args = parser.parse_args(argv)
-    return args.fn(args)
+    from .errors import QuicklaunchError
+    try:
+        return args.fn(args)
+    except QuicklaunchError as exc:
+        print(f"quicklaunch {args.command}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

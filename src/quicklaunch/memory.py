@@ -77,7 +77,9 @@ def _host_alloc(shape, dtype: np.dtype) -> np.ndarray:
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
     raw = np.empty(nbytes + ALIGNMENT, dtype=np.uint8)
     start = -raw.ctypes.data % ALIGNMENT
-    return raw[start:start + nbytes].view(dtype).reshape(shape)
+    # Slice one byte more and drop it, so even an empty buffer keeps an
+    # aligned address (NumPy gives empty slices no address of their own).
+    return raw[start:start + nbytes + 1][:nbytes].view(dtype).reshape(shape)
 
 
 def _wrap_host(array: np.ndarray, dev: Device) -> Buffer:
