@@ -6,6 +6,7 @@ added, so ``k[grid, block]``, ``k.configure`` and ``k.launch`` go straight to C.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from typing import NamedTuple
 
@@ -20,6 +21,15 @@ KIND_NAMES = {1: "pointer", 2: "const pointer", 3: "int8", 4: "int16", 5: "int32
               6: "int64", 7: "uint8", 8: "uint16", 9: "uint32", 10: "uint64", 11: "half",
               12: "bfloat16", 13: "float32", 14: "float64", 15: "bool", 16: "struct",
               17: "invalid"}
+
+
+_PUNCT = re.compile(r"\s*([<>,*&()\[\]:])\s*")
+
+
+def normalize_name(name: str) -> str:
+    """One spelling per kernel name or name expression: no spaces around
+    punctuation, single spaces between words ("scale<float,5>")."""
+    return _PUNCT.sub(r"\1", " ".join(name.split()))
 
 
 class KernelNotFoundError(QuicklaunchError, KeyError):
@@ -95,15 +105,20 @@ class Module:
         """A kernel by plain, qualified or mangled name, or name expression."""
         if not isinstance(name, str):
             raise TypeError(f"kernel names are strings, got {type(name).__name__}")
-        key = " ".join(name.split())
+        key = normalize_name(name)
         k = self._kernels.get(key) or self._kernels.get(self._aliases.get(key, ""))
         if k is not None:
             return k
-        if key in self._templates or key.split("<")[0] in self._templates:
-            raise KernelNotFoundError(
-                f"kernel '{name}' is a template: pass name_expressions=['{key}<float>'] (with "
-                f"the template arguments you need) to ql.compile and get it by that "
-                f"expression; available: {self.kernels}")
+        base = key.split("<")[0]
+        if base in self._templates or base in {t.rsplit("::", 1)[-1] for t in self._templates}:
+            if "<" in key:
+                hint = (f"'{name}' was not instantiated: add it to name_expressions in "
+                        f"ql.compile")
+            else:
+                hint = (f"'{name}' is a template: pass name_expressions=['{key}<...>'] (with "
+                        f"the template arguments you need) to ql.compile and get it by that "
+                        f"expression")
+            raise KernelNotFoundError(f"kernel {hint}; available: {self.kernels}")
         raise KernelNotFoundError(f"no kernel '{name}' in this module; available: "
                                   f"{self.kernels or 'none (the source has no __global__ function)'}")
 
@@ -213,6 +228,8 @@ def _compile_cpu(dev, source, decls, options, name_expressions, debug, origin) -
         k = Kernel(mod, lk.expr, lk.symbol or lk.expr, params, codes, lk.handle, entry,
                    inline, hook)
         mod._kernels[lk.expr] = k
+        if normalize_name(lk.expr) != lk.expr:
+            mod._aliases[normalize_name(lk.expr)] = lk.expr
         if lk.symbol and lk.symbol != lk.expr:
             mod._aliases[lk.symbol] = lk.expr
         short = lk.expr.rsplit("::", 1)[-1]

@@ -153,11 +153,12 @@ struct entry<void (*)(A...), F> {
 
 }  // namespace ql_export
 
-#define QL_ENTRY(expr) ::ql_export::entry<decltype(expr), (expr)>
-// One row of the module's kernel table.
-#define QL_KERNEL(name_text, expr)                                             \
-    {name_text, reinterpret_cast<void *>(expr), QL_ENTRY(expr)::run,           \
-     (uint32_t)QL_ENTRY(expr)::nparams, 1u, QL_ENTRY(expr)::params},
+#define QL_ENTRY(...) ::ql_export::entry<decltype(__VA_ARGS__), (__VA_ARGS__)>
+// One row of the module's kernel table. Variadic: a name expression such as
+// &scale<float, 5> holds commas.
+#define QL_KERNEL(name_text, ...)                                              \
+    {name_text, reinterpret_cast<void *>(__VA_ARGS__), QL_ENTRY(__VA_ARGS__)::run, \
+     (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, 1u, QL_ENTRY(__VA_ARGS__)::params},
 #define QL_MODULE_BEGIN static const ql_cpu_kernel ql_kernel_table[] = {
 #define QL_MODULE_END(count)                                                   \
     {0, 0, 0, 0, 0, 0}};                                                       \
