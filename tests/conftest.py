@@ -1,6 +1,8 @@
 """Shared test set-up: one private compile cache for the whole session, so
 every test file reuses kernels another compiled, and a seeded RNG."""
+import atexit
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -10,6 +12,7 @@ if "QUICKLAUNCH_CACHE_DIR" not in os.environ:
     _session_cache = tempfile.mkdtemp(prefix="quicklaunch-test-cache-")
     os.chmod(_session_cache, 0o700)
     os.environ["QUICKLAUNCH_CACHE_DIR"] = _session_cache
+    atexit.register(shutil.rmtree, _session_cache, ignore_errors=True)
 
 
 @pytest.fixture

@@ -46,14 +46,19 @@ def _info(args) -> int:
 def _bench(args) -> int:
     from .bench.launch import measure, table
 
+    interactive = sys.stderr.isatty()
+
     def progress(done, total, what):
-        bar = "#" * (20 * done // total)
-        print(f"\r[{bar:<20}] {done}/{total} {what:<28}", end="", file=sys.stderr, flush=True)
+        if interactive:
+            bar = "#" * (20 * done // total)
+            print(f"\r[{bar:<20}] {done}/{total} {what:<28}", end="", file=sys.stderr,
+                  flush=True)
 
     iters = 20_000 if args.quick else 200_000
     result = measure(args.device, iters=iters, repeats=5 if args.quick else 9,
                      progress=progress)
-    print(file=sys.stderr)
+    if interactive:
+        print(file=sys.stderr)
     print(table(result))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
