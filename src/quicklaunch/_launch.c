@@ -348,50 +348,69 @@ static int pack_struct(KernelCore *k, uint32_t i, PyObject *o, char *slot) {
     return 0;
 }
 
-/* One pass over the arguments into the parameter block. */
+/* Every kind, every input: the general path, out of line so the hot loop
+ * below keeps its values in registers. */
+static __attribute__((noinline)) int pack_one(KernelCore *k, uint32_t i, PyObject *o,
+                                              char *slot) {
+    switch (k->codes[i]) {
+    case QL_KIND_PTR:
+    case QL_KIND_PTR_CONST:
+        return pack_pointer(k, i, o, (void **)slot);
+    case QL_KIND_I8: case QL_KIND_I16: case QL_KIND_I32: case QL_KIND_I64:
+    case QL_KIND_U8: case QL_KIND_U16: case QL_KIND_U32: case QL_KIND_U64:
+        return pack_integer(k, i, o, slot);
+    case QL_KIND_F16: case QL_KIND_BF16: case QL_KIND_F32: case QL_KIND_F64:
+        return pack_floating(k, i, o, slot);
+    case QL_KIND_BOOL:
+        return pack_bool(k, i, o, slot);
+    default:
+        return pack_struct(k, i, o, slot);
+    }
+}
+
+/* One pass over the arguments into the parameter block. The common cases
+ * (a C-contiguous NumPy array for a pointer, a Python float for a float, a
+ * small Python int for an int) are decided here in a few instructions;
+ * everything else, including every error, goes to pack_one. */
 static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, void **ptrs) {
-    for (uint32_t i = 0; i < k->nparams; ++i) {
+    const uint32_t n = k->nparams;
+    const int host = k->host_memory;
+    PyTypeObject *const array_type = &PyArray_Type;
+    for (uint32_t i = 0; i < n; ++i) {
         char *slot = block + k->offsets[i];
         PyObject *o = args[i];
+        const uint8_t code = k->codes[i];
         ptrs[i] = slot;
-        switch (k->codes[i]) {
-        case QL_KIND_PTR:
-        case QL_KIND_PTR_CONST:
-            if (pack_pointer(k, i, o, (void **)slot) < 0) return -1;
-            break;
-        case QL_KIND_I32: {
+        if (code <= QL_KIND_PTR_CONST) {
+            if (Py_TYPE(o) == array_type && host) {
+                const int need = NPY_ARRAY_C_CONTIGUOUS |
+                                 (code == QL_KIND_PTR ? NPY_ARRAY_WRITEABLE : 0);
+                if ((PyArray_FLAGS((PyArrayObject *)o) & need) == need) {
+                    *(void **)slot = PyArray_DATA((PyArrayObject *)o);
+                    continue;
+                }
+            }
+        } else if (code == QL_KIND_F32) {
+            if (PyFloat_CheckExact(o)) {
+                const double d = PyFloat_AS_DOUBLE(o);
+                const float f = (float)d;
+                if (fabsf(f) <= FLT_MAX || d != d) { /* finite, or NaN */
+                    memcpy(slot, &f, 4);
+                    continue;
+                }
+                if (isinf(d)) {
+                    memcpy(slot, &f, 4);
+                    continue;
+                }
+            }
+        } else if (code == QL_KIND_I32) {
             long v; /* one digit (30 bits) always fits an int32 */
             if (ql_small_int(o, &v)) {
                 *(int32_t *)slot = (int32_t)v;
-                break;
+                continue;
             }
-            if (pack_integer(k, i, o, slot) < 0) return -1;
-            break;
         }
-        case QL_KIND_F32:
-            if (PyFloat_CheckExact(o)) {
-                double d = PyFloat_AS_DOUBLE(o);
-                float f = (float)d;
-                if (!isinf(f) || !isfinite(d)) {
-                    memcpy(slot, &f, 4);
-                    break;
-                }
-            }
-            if (pack_floating(k, i, o, slot) < 0) return -1;
-            break;
-        case QL_KIND_I8: case QL_KIND_I16: case QL_KIND_I64:
-        case QL_KIND_U8: case QL_KIND_U16: case QL_KIND_U32: case QL_KIND_U64:
-            if (pack_integer(k, i, o, slot) < 0) return -1;
-            break;
-        case QL_KIND_F16: case QL_KIND_BF16: case QL_KIND_F64:
-            if (pack_floating(k, i, o, slot) < 0) return -1;
-            break;
-        case QL_KIND_BOOL:
-            if (pack_bool(k, i, o, slot) < 0) return -1;
-            break;
-        default:
-            if (pack_struct(k, i, o, slot) < 0) return -1;
-        }
+        if (pack_one(k, i, o, slot) < 0) return -1;
     }
     return 0;
 }
@@ -416,7 +435,10 @@ static int backend_error(KernelCore *k, int status) {
 static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const uint32_t *grid, const uint32_t *block,
                      uint32_t shared, void *stream, int release_gil,
                      PyObject *const *args, Py_ssize_t nargs) {
-    _Alignas(64) char params[QL_MAX_PARAM_BYTES];
+    /* Aligned by hand: an _Alignas(64) array would make the compiler
+     * realign the whole frame on every call. */
+    char raw[QL_MAX_PARAM_BYTES + 64];
+    char *params = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     void *ptrs[QL_MAX_PARAMS];
     if ((uint32_t)nargs != k->nparams) return count_error(k, nargs);
     if (pack_args(k, args, params, ptrs) < 0) return -1;

@@ -177,6 +177,37 @@ static void run_inline(const ql_cpu_kernel *k, void **params, const ql_cpu_dims 
     k->run(params, d, 0, nblocks);
 }
 
+/* A launch spread over the pool; kept out of line so the small-launch path
+ * of ql_cpu_launch stays a short function. */
+static __attribute__((noinline)) int run_pooled(const ql_cpu_kernel *k, void **params,
+                                                const ql_cpu_dims *d, uint64_t nblocks) {
+    pthread_once(&pool.once, start_pool);
+    if (pool.nthreads <= 1 || pthread_mutex_trylock(&pool.lock) != 0) {
+        /* A single thread, or another launch holds the pool: run here. */
+        run_inline(k, params, d, nblocks);
+        return QL_CPU_SUCCESS;
+    }
+    job *j = &pool.current;
+    j->kernel = k;
+    j->params = params;
+    j->dims = *d;
+    j->nblocks = nblocks;
+    uint64_t chunk = nblocks / ((uint64_t)pool.nthreads * 8);
+    j->chunk = chunk ? chunk : 1;
+    atomic_store_explicit(&j->next, 0, memory_order_relaxed);
+    uint32_t done = atomic_load_explicit(&pool.done, memory_order_relaxed);
+    atomic_store_explicit(&pool.pending, (uint32_t)(pool.nthreads - 1), memory_order_relaxed);
+    atomic_fetch_add(&pool.generation, 1);
+    wake_if_sleeping(&pool.generation, &pool.sleepers);
+
+    run_chunks(j);
+
+    if (atomic_load_explicit(&pool.pending, memory_order_acquire) != 0)
+        wait_change(&pool.done, done, &pool.waiter);
+    pthread_mutex_unlock(&pool.lock);
+    return QL_CPU_SUCCESS;
+}
+
 QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
                             unsigned bx, unsigned by, unsigned bz,
                             unsigned shared_bytes, void *stream, void **params,
@@ -194,29 +225,5 @@ QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
         run_inline(k, params, &d, nblocks);
         return QL_CPU_SUCCESS;
     }
-    pthread_once(&pool.once, start_pool);
-    if (pool.nthreads <= 1 || pthread_mutex_trylock(&pool.lock) != 0) {
-        /* A single thread, or another launch holds the pool: run here. */
-        run_inline(k, params, &d, nblocks);
-        return QL_CPU_SUCCESS;
-    }
-    job *j = &pool.current;
-    j->kernel = k;
-    j->params = params;
-    j->dims = d;
-    j->nblocks = nblocks;
-    uint64_t chunk = nblocks / ((uint64_t)pool.nthreads * 8);
-    j->chunk = chunk ? chunk : 1;
-    atomic_store_explicit(&j->next, 0, memory_order_relaxed);
-    uint32_t done = atomic_load_explicit(&pool.done, memory_order_relaxed);
-    atomic_store_explicit(&pool.pending, (uint32_t)(pool.nthreads - 1), memory_order_relaxed);
-    atomic_fetch_add(&pool.generation, 1);
-    wake_if_sleeping(&pool.generation, &pool.sleepers);
-
-    run_chunks(j);
-
-    if (atomic_load_explicit(&pool.pending, memory_order_acquire) != 0)
-        wait_change(&pool.done, done, &pool.waiter);
-    pthread_mutex_unlock(&pool.lock);
-    return QL_CPU_SUCCESS;
+    return run_pooled(k, params, &d, nblocks);
 }
