@@ -6,8 +6,11 @@
  * baseline dlopens the very same file.
  *
  * Scheduling: a launch publishes one job (kernel, parameters, dims), wakes
- * the workers and takes part itself; every participant claims chunks of
- * blocks with an atomic counter until none are left. A launch with few
+ * the workers and takes part itself. Participant p owns the p-th contiguous
+ * range of blocks and claims chunks of it with its own atomic counter, then
+ * steals chunks from the others' ranges. Owning the same range on every
+ * launch keeps a time-stepping loop's data in the same core's cache; the
+ * stealing keeps uneven blocks balanced. A launch with few
  * threads runs entirely on the caller: it must not pay a thread hand-off.
  * Workers spin briefly after a job (back-to-back launches find them awake)
  * and then sleep on a futex. */
@@ -34,13 +37,21 @@ enum {
     QL_CPU_ERROR_NOT_SUPPORTED = 801,
 };
 
+#define QL_MAX_THREADS 256
+
+/* One participant's range of blocks, on a cache line of its own. */
+typedef struct range {
+    _Alignas(64) _Atomic uint64_t next;
+    uint64_t end;
+} range;
+
 typedef struct job {
     const ql_cpu_kernel *kernel;
     void **params;
     ql_cpu_dims dims;
-    uint64_t nblocks;
     uint64_t chunk;
-    _Atomic uint64_t next;
+    int nranges;
+    range ranges[QL_MAX_THREADS];
 } job;
 
 static struct {
@@ -75,14 +86,20 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static void run_chunks(job *j) {
+static void run_range(job *j, range *r) {
     for (;;) {
-        uint64_t first = atomic_fetch_add_explicit(&j->next, j->chunk, memory_order_relaxed);
-        if (first >= j->nblocks) return;
+        uint64_t first = atomic_fetch_add_explicit(&r->next, j->chunk, memory_order_relaxed);
+        if (first >= r->end) return;
         uint64_t last = first + j->chunk;
-        if (last > j->nblocks) last = j->nblocks;
+        if (last > r->end) last = r->end;
         j->kernel->run(j->params, &j->dims, first, last);
     }
+}
+
+/* Participant `self` runs its own range, then helps with the others. */
+static void run_chunks(job *j, int self) {
+    run_range(j, &j->ranges[self]);
+    for (int p = 1; p < j->nranges; ++p) run_range(j, &j->ranges[(self + p) % j->nranges]);
 }
 
 /* Spin this long (ns) waiting for the next job or for the workers to finish,
@@ -118,12 +135,14 @@ static void wake_if_sleeping(_Atomic uint32_t *word, _Atomic uint32_t *sleepers)
 }
 
 static void *worker_main(void *arg) {
-    /* The generation when the pool was created: a worker that starts after
-     * the first job was published must still run it. */
-    uint32_t seen = (uint32_t)(uintptr_t)arg;
+    /* The generation when the pool was created (a worker that starts after
+     * the first job was published must still run it) and this worker's
+     * participant number, packed into the argument. */
+    uint32_t seen = (uint32_t)((uintptr_t)arg >> 16);
+    int self = (int)((uintptr_t)arg & 0xffff);
     for (;;) {
         seen = wait_change(&pool.generation, seen, &pool.sleepers);
-        run_chunks(&pool.current);
+        run_chunks(&pool.current, self);
         if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) {
             atomic_fetch_add(&pool.done, 1);
             wake_if_sleeping(&pool.done, &pool.waiter);
@@ -137,10 +156,10 @@ static int env_threads(void) {
     if (s && *s) {
         char *end;
         long v = strtol(s, &end, 10);
-        if (*end == '\0' && v >= 1 && v <= 4096) return (int)v;
+        if (*end == '\0' && v >= 1) return v < QL_MAX_THREADS ? (int)v : QL_MAX_THREADS;
     }
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n >= 1 ? (int)n : 1;
+    return n < 1 ? 1 : n < QL_MAX_THREADS ? (int)n : QL_MAX_THREADS;
 }
 
 static void start_pool(void) {
@@ -149,10 +168,11 @@ static void start_pool(void) {
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 8u << 20);
     int started = 1; /* the launching thread */
-    void *generation = (void *)(uintptr_t)atomic_load(&pool.generation);
+    uintptr_t generation = atomic_load(&pool.generation);
     for (int i = 1; i < pool.nthreads; ++i) {
         pthread_t t;
-        if (pthread_create(&t, &attr, worker_main, generation) != 0) break;
+        void *arg = (void *)((generation << 16) | (uintptr_t)i);
+        if (pthread_create(&t, &attr, worker_main, arg) != 0) break;
         pthread_detach(t);
         ++started;
     }
@@ -168,7 +188,7 @@ QL_EXPORT int ql_cpu_threads(void) {
 
 /* Sets the pool size before its first use; returns the size in force. */
 QL_EXPORT int ql_cpu_set_threads(int n) {
-    if (!atomic_load(&pool.started) && n >= 1) pool.nthreads = n;
+    if (!atomic_load(&pool.started) && n >= 1) pool.nthreads = n < QL_MAX_THREADS ? n : QL_MAX_THREADS;
     return ql_cpu_threads();
 }
 
@@ -188,19 +208,27 @@ static __attribute__((noinline)) int run_pooled(const ql_cpu_kernel *k, void **p
         return QL_CPU_SUCCESS;
     }
     job *j = &pool.current;
+    const int n = pool.nthreads;
     j->kernel = k;
     j->params = params;
     j->dims = *d;
-    j->nblocks = nblocks;
-    uint64_t chunk = nblocks / ((uint64_t)pool.nthreads * 8);
+    j->nranges = n;
+    /* Chunks small enough to balance uneven blocks, large enough that the
+     * counters are not contended: about 8 per participant. */
+    uint64_t chunk = nblocks / ((uint64_t)n * 8);
     j->chunk = chunk ? chunk : 1;
-    atomic_store_explicit(&j->next, 0, memory_order_relaxed);
+    const uint64_t base = nblocks / n, extra = nblocks % n; /* no overflow */
+    for (int p = 0; p < n; ++p) {
+        uint64_t start = base * p + ((uint64_t)p < extra ? (uint64_t)p : extra);
+        atomic_store_explicit(&j->ranges[p].next, start, memory_order_relaxed);
+        j->ranges[p].end = start + base + ((uint64_t)p < extra);
+    }
     uint32_t done = atomic_load_explicit(&pool.done, memory_order_relaxed);
     atomic_store_explicit(&pool.pending, (uint32_t)(pool.nthreads - 1), memory_order_relaxed);
     atomic_fetch_add(&pool.generation, 1);
     wake_if_sleeping(&pool.generation, &pool.sleepers);
 
-    run_chunks(j);
+    run_chunks(j, 0);
 
     if (atomic_load_explicit(&pool.pending, memory_order_acquire) != 0)
         wait_change(&pool.done, done, &pool.waiter);
