@@ -16,7 +16,8 @@ setup(
         Extension(
             "quicklaunch._launch",
             sources=["src/quicklaunch/_launch.c"],
-            depends=["src/quicklaunch/_launch_types.h", "src/quicklaunch/_convert.h",
+            depends=["src/quicklaunch/_launch_types.h", "src/quicklaunch/_launch_buffer.h",
+                     "src/quicklaunch/_convert.h",
                      "src/quicklaunch/backends/cpu/include/ql_cpu_abi.h"],
             include_dirs=[numpy.get_include(), "src/quicklaunch"],
             extra_compile_args=C_FLAGS,
