@@ -6,14 +6,13 @@ added, so ``k[grid, block]``, ``k.configure`` and ``k.launch`` go straight to C.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import NamedTuple
 
 from . import _launch
 from .devices import Device, device as get_device
 from .errors import CompileError, QuicklaunchError
-from .signature import KernelDecl, SignatureError, parse_kernels, tier2_features
+from .signature import KernelDecl, SignatureError, normalize_name, parse_kernels
 
 __all__ = ["compile", "Module", "Kernel", "Param", "KernelNotFoundError"]
 
@@ -21,15 +20,6 @@ KIND_NAMES = {1: "pointer", 2: "const pointer", 3: "int8", 4: "int16", 5: "int32
               6: "int64", 7: "uint8", 8: "uint16", 9: "uint32", 10: "uint64", 11: "half",
               12: "bfloat16", 13: "float32", 14: "float64", 15: "bool", 16: "struct",
               17: "invalid"}
-
-
-_PUNCT = re.compile(r"\s*([<>,*&()\[\]:])\s*")
-
-
-def normalize_name(name: str) -> str:
-    """One spelling per kernel name or name expression: no spaces around
-    punctuation, single spaces between words ("scale<float,5>")."""
-    return _PUNCT.sub(r"\1", " ".join(name.split()))
 
 
 class KernelNotFoundError(QuicklaunchError, KeyError):
@@ -183,44 +173,44 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
         debug = os.environ.get("QUICKLAUNCH_DEBUG", "") not in ("", "0")
     file, line = _origin()
     origin = f" (ql.compile called at {file}:{line})"
-    try:
-        decls = parse_kernels(source)
-    except SignatureError as exc:
-        raise CompileError(f"could not read the kernels' signatures: {exc}{origin}",
-                           source=source, options=options) from None
     if dev.kind == "cpu":
-        return _compile_cpu(dev, source, decls, options, name_expressions, bool(debug), origin)
+        return _compile_cpu(dev, source, options, name_expressions, bool(debug), origin)
     raise CompileError(f"no compiler for device {dev.name}")
 
 
-def _compile_cpu(dev, source, decls, options, name_expressions, debug, origin) -> Module:
+def _source_params(source: str) -> dict[str, KernelDecl]:
+    """Kernels as spelled in the source (macros unexpanded: "REAL *"), for
+    nicer C type text; the preprocessed scan is the authority on which
+    kernels exist, so a source this cannot read is no error."""
+    try:
+        return {d.name: d for d in parse_kernels(source)}
+    except SignatureError:
+        return {}
+
+
+def _compile_cpu(dev, source, options, name_expressions, debug, origin) -> Module:
     from .backends.cpu import compiler, runtime
-    features = tier2_features(source)
-    if features:
-        raise CompileError(
-            f"the module uses {', '.join(features)}, which needs block-level "
-            f"synchronisation (CPU tier 2: barriers, warps, cooperative groups, dynamic "
-            f"shared memory); the CPU device does not run such kernels yet, and will not "
-            f"run them wrongly{origin}", source=source, options=options)
-    library, loaded, exprs = compiler.build(source, decls, options, name_expressions, debug,
-                                           origin)
+    exprs = tuple(" ".join(e.split()) for e in name_expressions)
+    built = compiler.build(source, options, exprs, debug, origin)
     mod = Module(dev, source, options)
-    mod._library = library
-    mod._templates = {d.name for d in decls if d.template is not None}
-    by_name = {d.name: d for d in decls}
+    mod._library = built.library
+    mod._templates = set(built.meta["templates"])
+    spelled = _source_params(source)
     entry, inline, hook = runtime.launch_entry(), runtime.inline_threads(), runtime.error_hook
-    for lk in loaded:
-        base = lk.expr.split("<")[0].strip()
-        decl: KernelDecl | None = by_name.get(base)
-        if decl is None or len(decl.params) != len(lk.params):
+    for lk in built.kernels:
+        names = built.meta["params"].get(lk.expr)
+        if names is None or len(names) != len(lk.params):
             raise CompileError(
                 f"kernel '{lk.expr}': the compiler reports {len(lk.params)} parameters but "
-                f"the source declares {len(decl.params) if decl else 'no such kernel'}"
+                f"the source declares {len(names) if names else 'no such kernel'}"
                 f"{origin}", source=source, options=options)
-        params = tuple(Param(p.name, p.ctype, size, align, KIND_NAMES.get(kind, "?"))
-                       for p, (size, align, kind) in zip(decl.params, lk.params))
+        decl = spelled.get(lk.expr.split("<")[0])
+        if decl is not None and len(decl.params) == len(names):
+            names = [[p.name, p.ctype] for p in decl.params]
+        params = tuple(Param(name, ctype, size, align, KIND_NAMES.get(kind, "?"))
+                       for (name, ctype), (size, align, kind) in zip(names, lk.params))
         codes = bytes(kind for _, _, kind in lk.params)
-        bad = [p.name for p, (_, _, kind) in zip(params, lk.params) if kind == 17]
+        bad = [p.name for p in params if p.kind == "invalid"]
         if bad:
             raise CompileError(f"kernel '{lk.expr}': parameter(s) {bad} are references; a "
                                f"kernel takes values and pointers{origin}", source=source,

@@ -37,7 +37,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import NamedTuple
 
-__all__ = ["Param", "KernelDecl", "SignatureError", "TIER2_NAMES",
+__all__ = ["Param", "KernelDecl", "SignatureError", "TIER2_NAMES", "normalize_name",
            "strip_comments", "parse_kernels", "tier2_features"]
 
 
@@ -443,3 +443,13 @@ def _merge(found: list) -> list[KernelDecl]:
                               decl.line, decl.is_definition)
         entry[1] = [a or b for a, b in zip(named, old_named)]
     return [entry[0] for entry in out]
+
+
+_NAME_PUNCT = re.compile(r"\s*([<>,*&()\[\]:])\s*")
+
+
+def normalize_name(name: str) -> str:
+    """One spelling per kernel name or name expression, for lookups: no
+    spaces around punctuation, single spaces between words
+    ("scale< float , 5 >" -> "scale<float,5>")."""
+    return _NAME_PUNCT.sub(r"\1", " ".join(name.split()))

@@ -123,3 +123,39 @@ def test_source_must_be_text(cpu):
         ql.compile(b"__global__ void k() {}", device=cpu)
     with pytest.raises(TypeError, match="compiler options are strings"):
         ql.compile("__global__ void k() {}", device=cpu, options=[3])
+
+
+def test_the_preprocessor_decides_which_kernels_exist(cpu):
+    source = r"""
+    #if 0
+    __global__ void disabled(int *x) { x[0] = 1; }
+    #endif
+    #ifdef __CUDA_ARCH__
+    __global__ void gpu_only(int *x) { __syncthreads(); }   // not compiled on the CPU
+    #else
+    __global__ void host_side(int *x) { x[0] = 2; }
+    #endif
+    #define DEFINE_FILL(name, value) \
+        extern "C" __global__ void name(int *x) { x[threadIdx.x] = value; }
+    DEFINE_FILL(fill3, 3)
+    DEFINE_FILL(fill4, 4)
+    """
+    mod = ql.compile(source, device=cpu)
+    assert mod.kernels == ["host_side", "fill3", "fill4"]
+    assert [(p.name, p.ctype) for p in mod.fill4.params] == [("x", "int *")]
+    x = poisoned(8, np.int32)
+    mod.fill4[1, 8](x)
+    assert (x == 4).all()
+    with pytest.raises(ql.KernelNotFoundError):
+        mod.get_kernel("disabled")
+
+
+def test_options_reach_the_scan(cpu):
+    source = r"""
+    #ifdef WITH_EXTRA
+    extern "C" __global__ void extra(int *x) { x[0] = 9; }
+    #endif
+    extern "C" __global__ void base(int *x) { x[0] = 1; }
+    """
+    assert ql.compile(source, device=cpu).kernels == ["base"]
+    assert ql.compile(source, device=cpu, options=["-DWITH_EXTRA"]).kernels == ["extra", "base"]

@@ -1,9 +1,14 @@
 """Builds a CPU kernel module: the user's source, the CUDA shim and a
 generated kernel table, compiled by the host C++ compiler, cached on disk.
+
+On a cache miss the source is first preprocessed (scan.py) to find the
+kernels the compiler will see; the module's kernel list and parameter names
+are stored beside the shared object, so a cache hit neither preprocesses nor
+parses.
 """
 from __future__ import annotations
 
-import os
+import json
 import re
 import tempfile
 import threading
@@ -11,13 +16,24 @@ from pathlib import Path
 
 from ... import cache as cache_mod
 from ...errors import CompileError
-from ...signature import KernelDecl
-from . import loader, toolchain
+from ...signature import KernelDecl, normalize_name
+from . import loader, scan, toolchain
 
+FORMAT = "cpu-module-2"
 _lock = threading.Lock()
-_loaded: dict[str, tuple] = {}   # cache key -> (library, kernels): one dlopen per process
+_loaded: dict[str, "Built"] = {}   # cache key -> module: one dlopen per process
 _cache = cache_mod.CompileCache()
 _MAX_LOG = 8000
+
+
+class Built:
+    """A loaded module: its library, kernel table rows and metadata."""
+
+    def __init__(self, library, kernels: list, meta: dict):
+        self.library = library
+        self.kernels = kernels       # [loader.LoadedKernel]
+        self.meta = meta             # {"params": {expr: [[name, ctype], ...]},
+        #                               "templates": [...], "tier": 1}
 
 
 def translation_unit(source: str, exprs: list[str], filename: str) -> str:
@@ -30,12 +46,13 @@ def translation_unit(source: str, exprs: list[str], filename: str) -> str:
 
 
 def kernel_expressions(decls: list[KernelDecl], name_expressions: tuple[str, ...]) -> list[str]:
-    """Non-template kernels by qualified name, then the requested name
-    expressions (template instantiations) not already present."""
-    exprs = [d.name for d in decls if d.template is None]
-    for e in name_expressions:
-        e = " ".join(e.split())
-        if e not in exprs:
+    """Non-template kernels by qualified name (once each), then the requested
+    name expressions (template instantiations) not already present."""
+    exprs: list[str] = []
+    seen: set[str] = set()
+    for e in [d.name for d in decls if d.template is None] + list(name_expressions):
+        if normalize_name(e) not in seen:
+            seen.add(normalize_name(e))
             exprs.append(e)
     return exprs
 
@@ -46,8 +63,8 @@ def _numbered(source: str) -> str:
     return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(lines, 1))
 
 
-def _compile_error(what: str, log: str, source: str, options, command, origin: str,
-                   filename: str) -> CompileError:
+def compile_error(what: str, log: str, source: str, options, command, origin: str,
+                  filename: str) -> CompileError:
     shown = log if len(log) <= _MAX_LOG else log[:_MAX_LOG] + "\n[... log truncated]"
     # Point at the user's lines: "kernel.cu:12:5: error" -> "line 12:5: error".
     shown = re.sub(re.escape(filename) + r":(\d+):(\d+):", r"line \1:\2:", shown)
@@ -57,48 +74,73 @@ def _compile_error(what: str, log: str, source: str, options, command, origin: s
                         command=tuple(command))
 
 
-def build(source: str, decls: list[KernelDecl], options: tuple[str, ...],
-          name_expressions: tuple[str, ...], debug: bool, origin: str = "",
-          filename: str = "kernel.cu"):
-    """Compiles (or finds in the cache) and loads a module.
+def _params_of(decls: list[KernelDecl], expr: str) -> list[list[str]] | None:
+    base = expr.split("<")[0].strip()
+    for d in decls:
+        if d.name == base:
+            return [[p.name, p.ctype] for p in d.params]
+    return None
 
-    Returns (library, [loader.LoadedKernel], table expressions)."""
-    compiler = toolchain.find_compiler()
-    exprs = kernel_expressions(decls, name_expressions)
-    for e in exprs:
+
+def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ...],
+          debug: bool, origin: str = "", filename: str = "kernel.cu") -> Built:
+    """Compiles (or finds in the cache) and loads a module."""
+    for e in name_expressions:
         if '"' in e or "\\" in e or "\n" in e:
             raise CompileError(f"invalid name expression {e!r}", source=source,
                                options=options)
-    tu = translation_unit(source, exprs, filename)
+    compiler = toolchain.find_compiler()
     command = toolchain.build_command(compiler, Path("module.cpp"), Path("module.so"),
                                       options, debug)
-    key = cache_mod.cache_key("cpu", tu, "\0".join(command), compiler.identity,
+    key = cache_mod.cache_key(FORMAT, source, "\0".join(name_expressions), filename,
+                              "\0".join(command), compiler.identity,
                               toolchain.headers_digest_material())
     with _lock:
-        hit = _loaded.get(key)
-        if hit:
-            return hit
-        path = _cache.get("cpu", key, ".so")
-        result = None
-        if path is not None:
-            try:
-                result = loader.load(str(path))
-            except (OSError, ValueError):
-                result = None   # unloadable entry: a miss, rebuilt below
-        if result is None:
-            data = _compile(tu, compiler, options, debug, source, origin, filename, key)
-            path = _cache.put("cpu", key, ".so", data)
-            try:
-                result = loader.load(str(path))
-            except (OSError, ValueError) as exc:
-                raise CompileError(f"the compiled module could not be loaded: {exc}",
-                                   source=source, options=options) from None
-        lib, kernels = result
-        _loaded[key] = (lib, kernels, exprs)
-        return _loaded[key]
+        built = _loaded.get(key) or _load_cached(key)
+        if built is None:
+            built = _build(key, source, options, name_expressions, debug, origin, filename)
+        _loaded[key] = built
+        return built
 
 
-def _compile(tu: str, compiler, options, debug, source, origin, filename, key) -> bytes:
+def _load_cached(key: str) -> Built | None:
+    path = _cache.get("cpu", key, ".so")
+    meta = _cache.read("cpu", key, ".json")
+    if path is None or meta is None:
+        return None
+    try:
+        library, kernels = loader.load(str(path))
+        return Built(library, kernels, json.loads(meta))
+    except (OSError, ValueError):
+        return None   # unloadable entry: a miss, rebuilt by the caller
+
+
+def _build(key, source, options, name_expressions, debug, origin, filename) -> Built:
+    decls, features, _ = scan.scan(source, options, filename, origin)
+    if features:
+        raise CompileError(
+            f"the module uses {', '.join(features)}, which needs block-level "
+            f"synchronisation (CPU tier 2: barriers, warps, cooperative groups, dynamic "
+            f"shared memory); the CPU device does not run such kernels yet, and will not "
+            f"run them wrongly{origin}", source=source, options=options)
+    exprs = kernel_expressions(decls, name_expressions)
+    meta = {"params": {e: _params_of(decls, e) for e in exprs},
+            "templates": sorted({d.name for d in decls if d.template is not None}),
+            "tier": 1}
+    tu = translation_unit(source, exprs, filename)
+    data = _compile(tu, options, debug, source, origin, filename, key)
+    path = _cache.put("cpu", key, ".so", data)
+    _cache.put("cpu", key, ".json", json.dumps(meta).encode())
+    try:
+        library, kernels = loader.load(str(path))
+    except (OSError, ValueError) as exc:
+        raise CompileError(f"the compiled module could not be loaded: {exc}",
+                           source=source, options=options) from None
+    return Built(library, kernels, meta)
+
+
+def _compile(tu: str, options, debug, source, origin, filename, key) -> bytes:
+    compiler = toolchain.find_compiler()
     with tempfile.TemporaryDirectory(prefix="quicklaunch-") as tmp:
         # Fixed names inside a private directory keep the output identical
         # across processes compiling the same module.
@@ -107,6 +149,6 @@ def _compile(tu: str, compiler, options, debug, source, origin, filename, key) -
         command = toolchain.build_command(compiler, src, out, options, debug)
         status, log = toolchain.run_compiler(command, Path(tmp))
         if status != 0 or not out.exists():
-            raise _compile_error("kernel source failed to compile for the CPU device",
-                                 log, source, options, command, origin, filename)
+            raise compile_error("kernel source failed to compile for the CPU device",
+                                log, source, options, command, origin, filename)
         return out.read_bytes()

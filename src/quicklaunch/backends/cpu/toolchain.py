@@ -83,8 +83,26 @@ def headers_digest_material() -> bytes:
 def build_command(compiler: Compiler, source: Path, output: Path, options: tuple[str, ...],
                   debug: bool) -> list[str]:
     flags = DEBUG_FLAGS if debug else RELEASE_FLAGS
-    return [compiler.path, *compiler.argv[1:], *COMMON_FLAGS, *flags, f"-I{INCLUDE_DIR}",
+    return [compiler.path, *compiler.argv[1:], *COMMON_FLAGS, *flags, "-isystem", str(INCLUDE_DIR),
             *options, "-o", str(output), str(source)]
+
+
+def scan_command(compiler: Compiler, source: Path, options: tuple[str, ...]) -> list[str]:
+    """Preprocess only, with the shim as a system header (so its lines are
+    marked and left out of the kernel scan)."""
+    return [compiler.path, *compiler.argv[1:], "-std=c++17", "-E", "-DQL_SCAN_KERNELS=1",
+            "-isystem", str(INCLUDE_DIR), *options, str(source)]
+
+
+def run_preprocessor(command: list[str], cwd: Path) -> tuple[int, str, str]:
+    """(status, preprocessed text, diagnostics)."""
+    try:
+        out = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        return 1, "", "the preprocessor ran for more than 600 s and was stopped"
+    except OSError as exc:
+        return 1, "", f"the preprocessor could not be started: {exc}"
+    return out.returncode, out.stdout, out.stderr.strip()
 
 
 def run_compiler(command: list[str], cwd: Path) -> tuple[int, str]:

@@ -48,7 +48,11 @@
 #define QL_GLOBAL inline __attribute__((always_inline))
 #define __forceinline__ inline __attribute__((always_inline))
 #endif
+/* QL_SCAN_KERNELS: the preprocessor-only pass that finds the module's
+ * kernels leaves __global__ in its output for the signature parser. */
+#ifndef QL_SCAN_KERNELS
 #define __global__ QL_GLOBAL
+#endif
 #define __device__
 #define __host__
 #define __constant__

@@ -1,0 +1,66 @@
+"""Finds a module's kernels as the compiler sees them.
+
+The user's source is run through the host compiler's preprocessor with the
+shim (``-E -DQL_SCAN_KERNELS``, which leaves ``__global__`` in place), so
+``#if``/``#ifdef`` are decided and function-like macros expanded exactly as in
+the real build; then the signature parser reads the lines that came from the
+user's own files (not the shim's or the system's headers). Only runs on a
+cache miss.
+"""
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path
+
+from ...errors import CompileError
+from ...signature import KernelDecl, SignatureError, parse_kernels, tier2_features
+from . import toolchain
+
+_MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d)*)\s*$')
+
+
+def user_text(preprocessed: str, filename: str) -> str:
+    """The preprocessed lines from the user's files: the main file's lines at
+    their own line numbers, lines of the user's other headers after them."""
+    main: dict[int, str] = {}
+    others: list[str] = []
+    current, line, keep = "", 0, False
+    include = str(toolchain.INCLUDE_DIR)
+    for text in preprocessed.splitlines():
+        m = _MARKER.match(text)
+        if m:
+            line, current = int(m.group(1)), m.group(2)
+            flags = m.group(3).split()
+            keep = "3" not in flags and not current.startswith(("<", include))
+            continue
+        if keep:
+            if current == filename:
+                main[line] = text
+            else:
+                others.append(text)
+        line += 1
+    size = max(main, default=0)
+    return "\n".join(main.get(i, "") for i in range(1, size + 1)) + "\n" + "\n".join(others)
+
+
+def scan(source: str, options: tuple[str, ...], filename: str, origin: str
+         ) -> tuple[list[KernelDecl], list[str], str]:
+    """(kernels, tier-2 features used, preprocessed user text) of a source."""
+    compiler = toolchain.find_compiler()
+    with tempfile.TemporaryDirectory(prefix="quicklaunch-scan-") as tmp:
+        src = Path(tmp, "scan.cpp")
+        src.write_text(f'#include "cuda_shim.h"\n#line 1 "{filename}"\n{source}\n')
+        command = toolchain.scan_command(compiler, src, options)
+        status, out, log = toolchain.run_preprocessor(command, Path(tmp))
+    if status != 0:
+        from .compiler import compile_error
+        raise compile_error("kernel source failed to preprocess for the CPU device", log,
+                            source, options, command, origin, filename)
+    text = user_text(out, filename)
+    try:
+        decls = parse_kernels(text)
+    except SignatureError as exc:
+        raise CompileError(f"could not read the kernels' signatures: {exc}{origin}",
+                           source=source, options=options) from None
+    return decls, tier2_features(text), text
