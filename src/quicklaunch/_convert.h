@@ -53,9 +53,13 @@ static inline int ql_small_int(PyObject *o, long *out) {
 #else
     if (PyLong_CheckExact(o)) {
         Py_ssize_t size = Py_SIZE(o);
-        if (size == 0 || size == 1 || size == -1) {
+        if (size == 1 || size == -1) {
             long d = (long)((PyLongObject *)o)->ob_digit[0];
             *out = size < 0 ? -d : d;
+            return 1;
+        }
+        if (size == 0) { /* zero may have no digit allocated */
+            *out = 0;
             return 1;
         }
     }

@@ -70,7 +70,7 @@ typedef struct {
     uintptr_t ptr;
     Py_ssize_t nbytes;
     int device_id;
-    int readonly;
+    char readonly;          /* a char: exposed as T_BOOL */
     PyObject *owner;
 } BufferBase;
 
@@ -106,6 +106,20 @@ static int wrong_kind(KernelCore *k, uint32_t i, PyObject *o, const char *wanted
 
 /* -------------------------------------------------------------- pointers */
 
+/* What the slow path must keep until the launch returns: buffer views of
+ * buffer-protocol arguments (a bytearray cannot be resized while exported),
+ * or, when that is not enough, the GIL itself. */
+#define QL_MAX_VIEWS 8
+typedef struct {
+    Py_buffer views[QL_MAX_VIEWS];
+    int nviews;
+    int hold_gil;
+} pack_ctx;
+
+static void release_views(pack_ctx *c) {
+    while (c->nviews > 0) PyBuffer_Release(&c->views[--c->nviews]);
+}
+
 /* An address from a Python int (or __index__ object): 0 .. 2**64 - 1. */
 static int address_from_int(PyObject *o, void **out) {
     PyObject *idx = PyNumber_Index(o);
@@ -117,7 +131,8 @@ static int address_from_int(PyObject *o, void **out) {
     return 0;
 }
 
-static int pointer_from_buffer_protocol(KernelCore *k, uint32_t i, PyObject *o, void **out) {
+static int pointer_from_buffer_protocol(KernelCore *k, uint32_t i, PyObject *o, void **out,
+                                        pack_ctx *c) {
     int writable = k->codes[i] == QL_KIND_PTR;
     Py_buffer view;
     if (PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) {
@@ -129,17 +144,29 @@ static int pointer_from_buffer_protocol(KernelCore *k, uint32_t i, PyObject *o, 
                              "pointer; pass a writable copy or declare the parameter const",
                              Py_TYPE(o)->tp_name);
         }
+        if (PyObject_GetBuffer(o, &view, PyBUF_FULL_RO) == 0) { /* strided */
+            PyBuffer_Release(&view);
+            return arg_error(k, i, LaunchValueError,
+                             "the %.100s is not C-contiguous; pass a contiguous copy",
+                             Py_TYPE(o)->tp_name);
+        }
+        PyErr_Clear();
         return arg_error(k, i, LaunchValueError,
-                         "the %.100s is not C-contiguous; pass a contiguous copy",
+                         "the %.100s does not export a contiguous buffer for a pointer",
                          Py_TYPE(o)->tp_name);
     }
     *out = view.buf;
-    PyBuffer_Release(&view);
+    if (c->nviews < QL_MAX_VIEWS) {
+        c->views[c->nviews++] = view;   /* pinned until the launch returns */
+    } else {
+        PyBuffer_Release(&view);
+        c->hold_gil = 1;                /* no thread can resize it meanwhile */
+    }
     return 0;
 }
 
 static int pointer_from_array_interface(KernelCore *k, uint32_t i, PyObject *o,
-                                        PyObject *iface, void **out) {
+                                        PyObject *iface, void **out, pack_ctx *c) {
     PyObject *data = PyDict_Check(iface) ? PyDict_GetItemString(iface, "data") : NULL;
     PyObject *strides = PyDict_Check(iface) ? PyDict_GetItemString(iface, "strides") : NULL;
     if (!data || !PyTuple_Check(data) || PyTuple_GET_SIZE(data) != 2)
@@ -149,20 +176,70 @@ static int pointer_from_array_interface(KernelCore *k, uint32_t i, PyObject *o,
     if (strides && strides != Py_None)
         return arg_error(k, i, LaunchValueError,
                          "the %.100s is strided; pass a C-contiguous copy", Py_TYPE(o)->tp_name);
-    if (k->codes[i] == QL_KIND_PTR && PyObject_IsTrue(PyTuple_GET_ITEM(data, 1)) == 1)
-        return arg_error(k, i, LaunchValueError,
-                         "the %.100s is read-only but the parameter is a non-const pointer; "
-                         "pass a writable copy or declare the parameter const",
-                         Py_TYPE(o)->tp_name);
+    /* Own the tuple: PyObject_IsTrue below may run code that drops it. */
+    Py_INCREF(data);
+    int rc = 0;
     if (address_from_int(PyTuple_GET_ITEM(data, 0), out) < 0) {
         PyErr_Clear();
-        return arg_error(k, i, LaunchValueError, "the __array_interface__ of %.100s has an "
-                         "invalid data address", Py_TYPE(o)->tp_name);
+        rc = arg_error(k, i, LaunchValueError, "the __array_interface__ of %.100s has an "
+                       "invalid data address", Py_TYPE(o)->tp_name);
+    } else if (k->codes[i] == QL_KIND_PTR) {
+        int ro = PyObject_IsTrue(PyTuple_GET_ITEM(data, 1));
+        if (ro < 0)
+            rc = -1;
+        else if (ro)
+            rc = arg_error(k, i, LaunchValueError,
+                           "the %.100s is read-only but the parameter is a non-const pointer; "
+                           "pass a writable copy or declare the parameter const",
+                           Py_TYPE(o)->tp_name);
     }
+    Py_DECREF(data);
+    c->hold_gil = 1; /* nothing pins the memory but the object itself */
+    return rc;
+}
+
+/* ctypes: a c_void_p or a POINTER(T) instance holds an address (read from
+ * its storage); other simple ctypes values are not memory to point at.
+ * Arrays and Structures fall through to the buffer protocol (their storage
+ * is the memory). */
+static int pointer_from_ctypes(KernelCore *k, uint32_t i, PyObject *o, void **out, int *done) {
+    *done = 0;
+    PyObject *mro = Py_TYPE(o)->tp_mro;
+    int simple = 0, pointer = 0;
+    for (Py_ssize_t m = 0; mro && m < PyTuple_GET_SIZE(mro); ++m) {
+        const char *name = ((PyTypeObject *)PyTuple_GET_ITEM(mro, m))->tp_name;
+        if (strcmp(name, "_ctypes._SimpleCData") == 0) simple = 1;
+        if (strcmp(name, "_ctypes._Pointer") == 0 || strcmp(name, "_ctypes.PyCFuncPtr") == 0)
+            pointer = 1;
+    }
+    if (!simple && !pointer) return 0;
+    *done = 1;
+    if (simple) {
+        PyObject *code = PyObject_GetAttrString((PyObject *)Py_TYPE(o), "_type_");
+        int is_addr = code && PyUnicode_Check(code) &&
+                      (PyUnicode_CompareWithASCIIString(code, "P") == 0 ||
+                       PyUnicode_CompareWithASCIIString(code, "z") == 0 ||
+                       PyUnicode_CompareWithASCIIString(code, "Z") == 0);
+        Py_XDECREF(code);
+        PyErr_Clear();
+        if (!is_addr)
+            return arg_error(k, i, LaunchTypeError,
+                             "a ctypes %.100s is a value, not memory; pass an array, "
+                             "ctypes.addressof(x) or ctypes.byref-style c_void_p",
+                             Py_TYPE(o)->tp_name);
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(o, &view, PyBUF_SIMPLE) < 0 || view.len != sizeof(void *)) {
+        if (!PyErr_Occurred()) PyBuffer_Release(&view);
+        PyErr_Clear();
+        return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
+    }
+    memcpy(out, view.buf, sizeof(void *));
+    PyBuffer_Release(&view);
     return 0;
 }
 
-static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out) {
+static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out, pack_ctx *c) {
     if (o == Py_None) { *out = NULL; return 0; }
     if (PyBool_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o))
         return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
@@ -184,10 +261,13 @@ static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out) {
                          "a %.100s is host memory, not memory of device %U; "
                          "copy it with ql.asarray(x, device=...)",
                          Py_TYPE(o)->tp_name, k->device_name);
-    if (PyObject_CheckBuffer(o)) return pointer_from_buffer_protocol(k, i, o, out);
+    int done;
+    int rc = pointer_from_ctypes(k, i, o, out, &done);
+    if (done) return rc;
+    if (PyObject_CheckBuffer(o)) return pointer_from_buffer_protocol(k, i, o, out, c);
     PyObject *iface = PyObject_GetAttrString(o, "__array_interface__");
     if (iface) {
-        int r = pointer_from_array_interface(k, i, o, iface, out);
+        int r = pointer_from_array_interface(k, i, o, iface, out, c);
         Py_DECREF(iface);
         return r;
     }
@@ -195,7 +275,8 @@ static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out) {
     return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
 }
 
-static inline int pack_pointer(KernelCore *k, uint32_t i, PyObject *o, void **out) {
+static inline int pack_pointer(KernelCore *k, uint32_t i, PyObject *o, void **out,
+                               pack_ctx *c) {
     if (PyArray_Check(o)) {
         PyArrayObject *a = (PyArrayObject *)o;
         int flags = PyArray_FLAGS(a);
@@ -225,7 +306,7 @@ static inline int pack_pointer(KernelCore *k, uint32_t i, PyObject *o, void **ou
         *out = (void *)b->ptr;
         return 0;
     }
-    return pointer_slow(k, i, o, out);
+    return pointer_slow(k, i, o, out, c);
 }
 
 /* --------------------------------------------------------------- scalars */
@@ -294,7 +375,12 @@ static int pack_floating(KernelCore *k, uint32_t i, PyObject *o, char *slot) {
     } else if (PyFloat_Check(o) || PyLong_Check(o) || PyArray_IsScalar(o, Integer) ||
                PyArray_IsScalar(o, Floating)) {
         d = PyFloat_AsDouble(o);
-        if (d == -1.0 && PyErr_Occurred()) return -1;
+        if (d == -1.0 && PyErr_Occurred()) {
+            if (!PyErr_ExceptionMatches(PyExc_OverflowError)) return -1;
+            PyErr_Clear();
+            return arg_error(k, i, LaunchOverflowError, "%R is too large for %s", o,
+                             kind_text(code));
+        }
     } else {
         return wrong_kind(k, i, o, "a real number");
     }
@@ -351,11 +437,11 @@ static int pack_struct(KernelCore *k, uint32_t i, PyObject *o, char *slot) {
 /* Every kind, every input: the general path, out of line so the hot loop
  * below keeps its values in registers. */
 static __attribute__((noinline)) int pack_one(KernelCore *k, uint32_t i, PyObject *o,
-                                              char *slot) {
+                                              char *slot, pack_ctx *c) {
     switch (k->codes[i]) {
     case QL_KIND_PTR:
     case QL_KIND_PTR_CONST:
-        return pack_pointer(k, i, o, (void **)slot);
+        return pack_pointer(k, i, o, (void **)slot, c);
     case QL_KIND_I8: case QL_KIND_I16: case QL_KIND_I32: case QL_KIND_I64:
     case QL_KIND_U8: case QL_KIND_U16: case QL_KIND_U32: case QL_KIND_U64:
         return pack_integer(k, i, o, slot);
@@ -372,7 +458,8 @@ static __attribute__((noinline)) int pack_one(KernelCore *k, uint32_t i, PyObjec
  * (a C-contiguous NumPy array for a pointer, a Python float for a float, a
  * small Python int for an int) are decided here in a few instructions;
  * everything else, including every error, goes to pack_one. */
-static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, void **ptrs) {
+static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, void **ptrs,
+                            pack_ctx *c) {
     const uint32_t n = k->nparams;
     const int host = k->host_memory;
     PyTypeObject *const array_type = &PyArray_Type;
@@ -410,7 +497,7 @@ static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, v
                 continue;
             }
         }
-        if (pack_one(k, i, o, slot) < 0) return -1;
+        if (pack_one(k, i, o, slot, c) < 0) return -1;
     }
     return 0;
 }
@@ -441,9 +528,14 @@ static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const 
     char *params = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     void *ptrs[QL_MAX_PARAMS];
     if ((uint32_t)nargs != k->nparams) return count_error(k, nargs);
-    if (pack_args(k, args, params, ptrs) < 0) return -1;
+    pack_ctx c;
+    c.nviews = c.hold_gil = 0;
+    if (pack_args(k, args, params, ptrs, &c) < 0) {
+        release_views(&c);
+        return -1;
+    }
     int status;
-    if (release_gil) {
+    if (release_gil && !c.hold_gil) {
         Py_BEGIN_ALLOW_THREADS
         status = k->launch(k->func, grid[0], grid[1], grid[2], block[0], block[1],
                            block[2], shared, stream, ptrs, NULL);
@@ -452,6 +544,7 @@ static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const 
         status = k->launch(k->func, grid[0], grid[1], grid[2], block[0], block[1],
                            block[2], shared, stream, ptrs, NULL);
     }
+    release_views(&c);
     return status ? backend_error(k, status) : 0;
 }
 

@@ -131,9 +131,9 @@ static int parse_stream(KernelCore *k, PyObject *o, void **out) {
 }
 
 static int wants_gil_release(KernelCore *k, const uint32_t *grid, const uint32_t *block) {
-    uint64_t threads = (uint64_t)grid[0] * grid[1] * grid[2] *
-                       ((uint64_t)block[0] * block[1] * block[2]);
-    return threads > k->inline_threads;
+    uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2];
+    uint64_t per_block = (uint64_t)block[0] * block[1] * block[2];
+    return blocks > k->inline_threads / per_block; /* the product may exceed 2**64 */
 }
 
 /* Validates a configuration and returns the launch function bound to it. */
@@ -231,7 +231,8 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
         }
         /* Scalars and pointers have their natural size; the launcher writes
          * exactly that many bytes into the slot. */
-        static const uint8_t natural[] = {0, 8, 8, 1, 2, 4, 8, 1, 2, 4, 8, 2, 2, 4, 8, 1};
+        static const uint8_t natural[] = {0, sizeof(void *), sizeof(void *), 1, 2, 4, 8, 1,
+                                          2, 4, 8, 2, 2, 4, 8, 1};
         if (c >= QL_KIND_PTR && c < QL_KIND_STRUCT && (s != natural[c] || a > s)) {
             PyErr_Format(LaunchValueError, "kernel '%U', parameter %zd '%U': a %s of %zu "
                          "bytes (alignment %zu) does not match its kind", name, i + 1,
@@ -245,6 +246,12 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
             goto done;
         }
         off = (off + a - 1) & ~(a - 1);
+        if (s == 0 || s > QL_MAX_PARAM_BYTES || off + s > QL_MAX_PARAM_BYTES) {
+            PyErr_Format(LaunchValueError, "kernel '%U': its parameters take more than %d "
+                         "bytes; pass large structs through a pointer", name,
+                         QL_MAX_PARAM_BYTES);
+            goto done;
+        }
         k->codes[i] = c;
         k->sizes[i] = (uint16_t)s;
         k->offsets[i] = (uint16_t)off;
@@ -283,7 +290,7 @@ done:
 }
 
 static int core_ready(KernelCore *k) {
-    if (k->launch) return 1;
+    if (k->launch && k->configs) return 1; /* (configs is NULL after a GC clear) */
     PyErr_SetString(LaunchError, "this kernel was not initialised; get kernels from a "
                     "module: ql.compile(...).get_kernel(name)");
     return 0;
@@ -350,8 +357,13 @@ static PyObject *core_subscript(PyObject *self, PyObject *key) {
         if (PyDict_GET_SIZE(k->configs) >= QL_CONFIG_CACHE_MAX) PyDict_Clear(k->configs);
         if (PyDict_SetItem(k->configs, key, l) < 0) PyErr_Clear();
     }
-    Py_XSETREF(k->last_key, Py_NewRef(key));
-    Py_XSETREF(k->last_launcher, Py_NewRef(l));
+    /* Both fields change before either old value is released: releasing
+     * can run a finalizer that indexes this kernel again. */
+    PyObject *old_key = k->last_key, *old_launcher = k->last_launcher;
+    k->last_key = Py_NewRef(key);
+    k->last_launcher = Py_NewRef(l);
+    Py_XDECREF(old_key);
+    Py_XDECREF(old_launcher);
     return l;
 }
 
@@ -526,11 +538,11 @@ static void launcher_dealloc(PyObject *self) {
 static PyObject *launcher_get(PyObject *self, void *which) {
     Launcher *l = (Launcher *)self;
     switch ((int)(intptr_t)which) {
-    case 0: return Py_NewRef((PyObject *)l->kernel);
+    case 0: return Py_NewRef(l->kernel ? (PyObject *)l->kernel : Py_None);
     case 1: return Py_BuildValue("(III)", l->grid[0], l->grid[1], l->grid[2]);
     case 2: return Py_BuildValue("(III)", l->block[0], l->block[1], l->block[2]);
     case 3: return PyLong_FromUnsignedLong(l->shared);
-    default: return Py_NewRef(l->stream_obj);
+    default: return Py_NewRef(l->stream_obj ? l->stream_obj : Py_None);
     }
 }
 

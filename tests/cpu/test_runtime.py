@@ -31,6 +31,16 @@ extern "C" __global__ void wait_for_python(volatile int *flag, int *seen, long l
         *seen = *flag;
     }
 }
+// The same, then writes 7 into out[0]: an output that must stay where it was.
+extern "C" __global__ void wait_for_python_into(volatile int *flag, int *seen, int *out,
+                                                long long spins) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        long long i = 0;
+        while (!*flag && i < spins) ++i;
+        *seen = *flag;
+        out[0] = 7;
+    }
+}
 """
 
 
@@ -103,3 +113,56 @@ def test_thread_count_from_environment(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                          text=True, timeout=120)
     assert "3 worker threads" in out.stdout, out.stderr
+
+
+def test_every_pooled_launch_has_finished_when_it_returns(mod):
+    counter = np.zeros(1, np.uint64)
+    owner = np.zeros(64, np.int32)
+    run = mod.count.configure(64, 512)  # pooled: 32768 threads
+    for i in range(1, 301):
+        run(counter, owner, 0)
+        assert counter[0] == i * 64 * 512
+
+
+def test_a_forked_child_gets_a_pool_of_its_own(tmp_path):
+    code = r"""
+import os, signal, numpy as np, quicklaunch as ql
+mod = ql.compile('extern "C" __global__ void inc(unsigned long long *c) '
+                 '{ if (threadIdx.x == 0) atomicAdd(c, 1ull); }', device="cpu")
+c = np.zeros(1, np.uint64)
+mod.inc[64, 512](c)             # starts the parent's pool
+pid = os.fork()
+if pid == 0:
+    signal.alarm(20)            # a hang kills the child
+    mod.inc[64, 512](c)
+    os._exit(0 if c[0] == 128 else 1)
+_, status = os.waitpid(pid, 0)
+print("child", os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert "child True" in out.stdout, out.stdout + out.stderr
+
+
+def test_buffer_arguments_stay_pinned_while_the_gil_is_released(mod):
+    # While a large launch runs (GIL released), another thread must not be
+    # able to resize a bytearray the kernel writes into.
+    data = bytearray(1 << 16)
+    flag = np.zeros(1, np.int32)
+    seen = np.full(1, -1, np.int32)
+    outcome = []
+
+    def resize_then_release():
+        try:
+            data.extend(b"\0" * (1 << 20))
+            outcome.append("resized")
+        except BufferError:
+            outcome.append("refused")
+        flag[0] = 1
+
+    timer = threading.Timer(0.05, resize_then_release)
+    timer.start()
+    mod.wait_for_python_into[64, 1024](flag, seen, data, 20_000_000_000)
+    timer.join()
+    assert outcome == ["refused"] and seen[0] == 1
+    assert data[:4] == b"\x07\x00\x00\x00"

@@ -2,8 +2,7 @@
 
 No compiler is needed: each KernelCore is built by hand with its launch entry
 pointing at a ctypes callback of cuLaunchKernel's shape, which records the
-configuration and copies out every parameter's bytes. Tests marked "BUG:" expose
-launcher defects and are expected to fail until the C code is fixed.
+configuration and copies out every parameter's bytes (recording_backend.py).
 """
 import ctypes
 import gc
@@ -26,64 +25,9 @@ from quicklaunch import _launch
 
 # ----------------------------------------------------------------- helpers
 
-PTR, CPTR, I8, I16, I32, I64, U8, U16, U32, U64, F16, BF16, F32, F64, BOOL, STRUCT = range(1, 17)
-NATURAL = {PTR: 8, CPTR: 8, I8: 1, I16: 2, I32: 4, I64: 8, U8: 1, U16: 2, U32: 4, U64: 8,
-           F16: 2, BF16: 2, F32: 4, F64: 8, BOOL: 1}
-LIMITS = dict(max_block=(1024, 1024, 64), max_grid=(2**31 - 1, 65535, 65535),
-              max_threads=1024, max_shared=49152)
-LAUNCH_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, *[ctypes.c_uint] * 7,
-                             ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.c_void_p)
-
-
-class Call(NamedTuple):
-    func: int
-    grid: tuple
-    block: tuple
-    shared: int
-    stream: int
-    params: tuple   # each parameter's bytes
-    addrs: tuple    # each parameter's address
-
-
-class Recorder:
-    """A cuLaunchKernel-shaped backend that records every launch."""
-
-    def __init__(self, sizes, status=0, record=True):
-        self.sizes, self.status, self.record = list(sizes), status, record
-        self.calls, self.lock = [], threading.Lock()
-        self.fn = LAUNCH_FN(self._launch)  # kept alive as long as the recorder
-
-    def _launch(self, f, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        if self.record:
-            call = Call(f or 0, (gx, gy, gz), (bx, by, bz), shared, stream or 0,
-                        tuple(ctypes.string_at(params[i], n) for i, n in enumerate(self.sizes)),
-                        tuple(params[i] for i in range(len(self.sizes))))
-            with self.lock:
-                self.calls.append(call)
-        return self.status
-
-    def pop(self):
-        return self.calls.pop()
-
-
-class Core(_launch.KernelCore):
-    """A Python subclass: holds its backend and can be weakly referenced."""
-
-
-def make_kernel(codes, sizes=None, aligns=None, names=None, status=0, record=True, **kw):
-    sizes = list(sizes or [NATURAL[c] for c in codes])
-    aligns = list(aligns or [min(s, 8) or 1 for s in sizes])
-    rec = Recorder(sizes, status, record)
-    args = dict(name="kern", param_names=tuple(names or (f"p{i}" for i in range(len(codes)))),
-                codes=bytes(codes), sizes=sizes, aligns=aligns,
-                launch=ctypes.cast(rec.fn, ctypes.c_void_p).value, func=0x1000, device_id=0,
-                device_name="cpu", host_memory=True, inline_threads=2**40,
-                error_hook=lambda k, s: ql.LaunchError(f"status {s}"), **LIMITS)
-    args.update(kw)
-    k = Core(**args)
-    k.backend = rec
-    return k
-
+from .recording_backend import (BF16, BOOL, CPTR, F16, F32, F64, I8, I16, I32, I64,  # noqa: E402
+                                LIMITS, NATURAL, PTR, STRUCT, U8, U16, U32, U64, Call, Core,
+                                Recorder, make_kernel)
 
 _single = {}
 
@@ -261,7 +205,7 @@ def test_int_too_large_for_double():
         pack(F64, 2**1024)
 
 
-# BUG: _launch.c pack_floating() accepts PyArray_IsScalar(o, Number), which includes
+# Regression (fixed): _launch.c pack_floating() accepts PyArray_IsScalar(o, Number), which includes
 # NumPy complex scalars: np.complex128(1+2j) silently becomes 1.0 (a ComplexWarning
 # at most), while a Python complex is a LaunchTypeError.
 @pytest.mark.parametrize("code", [F16, BF16, F32, F64])
@@ -376,7 +320,7 @@ def test_host_memory_on_a_device_without_it():
     assert addr(k.backend.pop().params[0]) == 0x1234
 
 
-# BUG: _launch.c pointer_slow() reaches PyObject_CheckBuffer for NumPy scalars
+# Regression (fixed): _launch.c pointer_slow() reaches PyObject_CheckBuffer for NumPy scalars
 # (they export the buffer protocol), so np.float32(1)/np.bool_ passed to a const
 # pointer silently become the address of the scalar's own storage, and
 # np.int64(addr) becomes that storage's address, not `addr`.
@@ -627,7 +571,7 @@ def test_config_cache_is_bounded():
     assert grown < 100_000, grown   # not 8000 more cached Launchers
 
 
-# BUG: _launch_types.h core_subscript() looks keys up in the config dict by
+# Regression (fixed): _launch_types.h core_subscript() looks keys up in the config dict by
 # equality, and 1.0 == True == 1, so after k[1, 32] the subscripts k[1.0, 32],
 # k[True, 32] and k[1, 32, 0.0] return the cached launcher instead of the
 # LaunchTypeError they raise on a fresh kernel.
@@ -643,7 +587,7 @@ def test_cache_does_not_accept_equal_but_invalid_config(good, bad):
         k[bad]
 
 
-# BUG: _launch_types.h parse_shared() maps an overflowing shared_mem to -1, so the
+# Regression (fixed): _launch_types.h parse_shared() maps an overflowing shared_mem to -1, so the
 # message reports "-1 bytes"; parse_stream() uses PyLong_AsVoidPtr, which accepts
 # negative ints and raises a bare OverflowError (no kernel name) above 2**64 - 1.
 @pytest.mark.parametrize("key,shown", [((1, 1, 2**70), str(2**70)), ((1, 1, 0, -1), "-1"),
@@ -696,7 +640,7 @@ def test_errors_pickle():
         assert type(e2) is type(e) and str(e2) == str(e) and e2.args == e.args
 
 
-# BUG: _launch_types.h core_init() trusts `sizes` for scalar and pointer kinds:
+# Regression (fixed): _launch_types.h core_init() trusts `sizes` for scalar and pointer kinds:
 # an int64 parameter declared 4 bytes wide gets 8 bytes written into a 4-byte
 # slot (over the next parameter, or past the 4096-byte parameter block).
 def test_kernel_description_size_must_match_kind():
@@ -706,7 +650,7 @@ def test_kernel_description_size_must_match_kind():
         make_kernel([STRUCT, PTR], sizes=[4095, 1], aligns=[1, 1])
 
 
-# BUG: core_init() accepts any tuple as param_names, but the messages format its
+# Regression (fixed): core_init() accepts any tuple as param_names, but the messages format its
 # items with %U: a non-str name is read as if it were a str (garbage text seen,
 # or a crash), so it runs in a subprocess.
 def test_param_names_must_be_strings():

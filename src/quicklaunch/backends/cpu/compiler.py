@@ -123,6 +123,12 @@ def _build(key, source, options, name_expressions, debug, origin, filename) -> B
             f"synchronisation (CPU tier 2: barriers, warps, cooperative groups, dynamic "
             f"shared memory); the CPU device does not run such kernels yet, and will not "
             f"run them wrongly{origin}", source=source, options=options)
+    for d in decls:
+        refs = [f"'{p.name}' ({p.ctype})" for p in d.params if p.ctype.rstrip().endswith("&")]
+        if refs:
+            raise CompileError(f"kernel '{d.name}': parameter {', '.join(refs)} is a reference; "
+                               f"a kernel takes values and pointers (pass a pointer){origin}",
+                               source=source, options=options)
     exprs = kernel_expressions(decls, name_expressions)
     meta = {"params": {e: _params_of(decls, e) for e in exprs},
             "templates": sorted({d.name for d in decls if d.template is not None}),

@@ -56,16 +56,17 @@ typedef struct job {
 
 static struct {
     pthread_mutex_t lock;        /* one pooled launch at a time */
-    pthread_once_t once;
+    pthread_mutex_t start_lock;  /* guards starting the pool and its size */
+    int requested;               /* size asked for by ql_cpu_set_threads, or 0 */
     int nthreads;                /* participants: workers + the launching thread */
     _Atomic int started;
     job current;
     _Atomic uint32_t generation; /* futex word: bumped to publish a job */
     _Atomic uint32_t pending;    /* workers not yet done with the current job */
-    _Atomic uint32_t done;       /* futex word: bumped when pending hits zero */
+    _Atomic uint32_t done;       /* futex word: the generation last completed */
     _Atomic uint32_t sleepers;   /* workers asleep on `generation` */
     _Atomic uint32_t waiter;     /* the launching thread asleep on `done` */
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_ONCE_INIT, 0, 0};
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_MUTEX_INITIALIZER};
 
 /* Launches with at most this many CUDA threads run on the caller. */
 QL_EXPORT uint64_t ql_cpu_inline_threads = 16384;
@@ -143,8 +144,11 @@ static void *worker_main(void *arg) {
     for (;;) {
         seen = wait_change(&pool.generation, seen, &pool.sleepers);
         run_chunks(&pool.current, self);
+        /* The last worker out marks this generation done; the launcher waits
+         * for exactly that value, so a late store can never be mistaken for
+         * the end of a later launch. */
         if (atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_acq_rel) == 1) {
-            atomic_fetch_add(&pool.done, 1);
+            atomic_store(&pool.done, seen);
             wake_if_sleeping(&pool.done, &pool.waiter);
         }
     }
@@ -162,14 +166,37 @@ static int env_threads(void) {
     return n < 1 ? 1 : n < QL_MAX_THREADS ? (int)n : QL_MAX_THREADS;
 }
 
+/* fork() copies the pool's state but none of its threads: the child starts
+ * from an empty pool (and a lock no launch holds). */
+static void reset_after_fork(void) {
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_mutex_init(&pool.start_lock, NULL);
+    pool.nthreads = 0;
+    atomic_store(&pool.pending, 0);
+    atomic_store(&pool.sleepers, 0);
+    atomic_store(&pool.waiter, 0);
+    atomic_store(&pool.done, atomic_load(&pool.generation));
+    atomic_store(&pool.started, 0);
+}
+
 static void start_pool(void) {
-    if (pool.nthreads == 0) pool.nthreads = env_threads();
+    static int atfork_registered;
+    pthread_mutex_lock(&pool.start_lock);
+    if (atomic_load(&pool.started)) {
+        pthread_mutex_unlock(&pool.start_lock);
+        return;
+    }
+    if (!atfork_registered) {
+        pthread_atfork(NULL, NULL, reset_after_fork);
+        atfork_registered = 1;
+    }
+    int want = pool.requested ? pool.requested : env_threads();
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 8u << 20);
     int started = 1; /* the launching thread */
     uintptr_t generation = atomic_load(&pool.generation);
-    for (int i = 1; i < pool.nthreads; ++i) {
+    for (int i = 1; i < want; ++i) {
         pthread_t t;
         void *arg = (void *)((generation << 16) | (uintptr_t)i);
         if (pthread_create(&t, &attr, worker_main, arg) != 0) break;
@@ -178,17 +205,26 @@ static void start_pool(void) {
     }
     pthread_attr_destroy(&attr);
     pool.nthreads = started;
-    atomic_store(&pool.started, 1);
+    atomic_store_explicit(&pool.started, 1, memory_order_release);
+    pthread_mutex_unlock(&pool.start_lock);
 }
 
 /* Number of threads that execute blocks (the launching thread included). */
 QL_EXPORT int ql_cpu_threads(void) {
-    return pool.nthreads ? pool.nthreads : env_threads();
+    pthread_mutex_lock(&pool.start_lock);
+    int n = atomic_load(&pool.started) ? pool.nthreads
+            : pool.requested            ? pool.requested
+                                        : env_threads();
+    pthread_mutex_unlock(&pool.start_lock);
+    return n;
 }
 
 /* Sets the pool size before its first use; returns the size in force. */
 QL_EXPORT int ql_cpu_set_threads(int n) {
-    if (!atomic_load(&pool.started) && n >= 1) pool.nthreads = n < QL_MAX_THREADS ? n : QL_MAX_THREADS;
+    pthread_mutex_lock(&pool.start_lock);
+    if (!atomic_load(&pool.started) && n >= 1)
+        pool.requested = n < QL_MAX_THREADS ? n : QL_MAX_THREADS;
+    pthread_mutex_unlock(&pool.start_lock);
     return ql_cpu_threads();
 }
 
@@ -201,7 +237,7 @@ static void run_inline(const ql_cpu_kernel *k, void **params, const ql_cpu_dims 
  * of ql_cpu_launch stays a short function. */
 static __attribute__((noinline)) int run_pooled(const ql_cpu_kernel *k, void **params,
                                                 const ql_cpu_dims *d, uint64_t nblocks) {
-    pthread_once(&pool.once, start_pool);
+    if (!atomic_load_explicit(&pool.started, memory_order_acquire)) start_pool();
     if (pool.nthreads <= 1 || pthread_mutex_trylock(&pool.lock) != 0) {
         /* A single thread, or another launch holds the pool: run here. */
         run_inline(k, params, d, nblocks);
@@ -223,14 +259,15 @@ static __attribute__((noinline)) int run_pooled(const ql_cpu_kernel *k, void **p
         atomic_store_explicit(&j->ranges[p].next, start, memory_order_relaxed);
         j->ranges[p].end = start + base + ((uint64_t)p < extra);
     }
-    uint32_t done = atomic_load_explicit(&pool.done, memory_order_relaxed);
-    atomic_store_explicit(&pool.pending, (uint32_t)(pool.nthreads - 1), memory_order_relaxed);
-    atomic_fetch_add(&pool.generation, 1);
+    atomic_store_explicit(&pool.pending, (uint32_t)(n - 1), memory_order_relaxed);
+    const uint32_t generation = atomic_fetch_add(&pool.generation, 1) + 1;
     wake_if_sleeping(&pool.generation, &pool.sleepers);
 
     run_chunks(j, 0);
 
-    if (atomic_load_explicit(&pool.pending, memory_order_acquire) != 0)
+    /* Always wait for this generation's own completion mark. */
+    uint32_t done;
+    while ((done = atomic_load_explicit(&pool.done, memory_order_acquire)) != generation)
         wait_change(&pool.done, done, &pool.waiter);
     pthread_mutex_unlock(&pool.lock);
     return QL_CPU_SUCCESS;
@@ -247,9 +284,9 @@ QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
     if (!gx || !gy || !gz || !bx || !by || !bz) return QL_CPU_ERROR_INVALID_VALUE;
     ql_cpu_dims d = {{gx, gy, gz}, {bx, by, bz}, shared_bytes, 0};
     uint64_t nblocks = (uint64_t)gx * gy * gz;
-    uint64_t threads = nblocks * ((uint64_t)bx * by * bz);
-
-    if (threads <= ql_cpu_inline_threads || nblocks == 1) {
+    uint64_t per_block = (uint64_t)bx * by * bz;
+    /* nblocks * per_block can exceed 2**64; compare without multiplying. */
+    if (nblocks == 1 || nblocks <= ql_cpu_inline_threads / per_block) {
         run_inline(k, params, &d, nblocks);
         return QL_CPU_SUCCESS;
     }

@@ -29,6 +29,7 @@ template <class T> struct kind_of<T *, false> {
     enum { value = is_const<T>::value ? QL_KIND_PTR_CONST : QL_KIND_PTR };
 };
 template <class T> struct kind_of<T &, false> { enum { value = QL_KIND_INVALID }; };
+template <class T> struct kind_of<T &&, false> { enum { value = QL_KIND_INVALID }; };
 #define QL_KIND_MAP(type, code) \
     template <> struct kind_of<type, false> { enum { value = code }; };
 QL_KIND_MAP(bool, QL_KIND_BOOL)
@@ -65,6 +66,7 @@ template <class T> struct kind_of<const volatile T, false> { enum { value = kind
 
 template <class T> struct strip_ref { typedef T type; };
 template <class T> struct strip_ref<T &> { typedef T type; };
+template <class T> struct strip_ref<T &&> { typedef T type; };
 
 template <unsigned... I> struct seq {};
 template <unsigned N, unsigned... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
@@ -150,6 +152,10 @@ struct entry<void (*)(A...), F> {
         unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
     }
 };
+
+// A noexcept kernel: the same entry, through the plain function pointer type.
+template <class... A, void (*F)(A...) noexcept>
+struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
 
 }  // namespace ql_export
 
