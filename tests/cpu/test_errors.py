@@ -111,16 +111,16 @@ def test_bad_name_expression(cpu):
         ql.compile(SOURCE, device=cpu, name_expressions=["no_such_kernel<int>"])
 
 
-def test_tier2_module_is_refused(cpu):
+def test_grid_synchronisation_is_refused(cpu):
     source = r"""
-    __global__ void reduce(const float *x, float *out) {
-        __shared__ float s[256];
-        s[threadIdx.x] = x[threadIdx.x];
-        __syncthreads();  // needs real barriers
-        if (threadIdx.x == 0) out[0] = s[255];
+    #include <cooperative_groups.h>
+    namespace cg = cooperative_groups;
+    __global__ void all_blocks(int *x) {
+        cg::grid_group g = cg::this_grid();
+        g.sync();
     }"""
-    with pytest.raises(ql.CompileError, match=r"uses __syncthreads, which needs block-level "
-                                              r"synchronisation"):
+    with pytest.raises(ql.CompileError, match=r"uses this_grid, which the CPU device does not "
+                                              r"support"):
         ql.compile(source, device=cpu)
 
 

@@ -19,7 +19,9 @@ from ...errors import CompileError
 from ...signature import KernelDecl, normalize_name
 from . import loader, scan, toolchain
 
-FORMAT = "cpu-module-2"
+FORMAT = "cpu-module-3"
+# Names the scan can find that the CPU device refuses, with a CompileError.
+UNSUPPORTED = frozenset({"this_grid", "coalesced_threads"})
 _lock = threading.Lock()
 _loaded: dict[str, "Built"] = {}   # cache key -> module: one dlopen per process
 _cache = cache_mod.CompileCache()
@@ -36,11 +38,30 @@ class Built:
         #                               "templates": [...], "tier": 1}
 
 
+_EXTERN_SHARED = re.compile(
+    r"extern\s+__shared__\s+(?P<type>[^;\[\]]*?)\s*\b(?P<name>[A-Za-z_]\w*)\s*\[\s*\]\s*;")
+_ALIGN = re.compile(r"\b(__align__|alignas|__attribute__)\s*\((?:[^()]|\([^()]*\))*\)")
+
+
+def rewrite_extern_shared(source: str, filename: str) -> str:
+    """`extern __shared__ T name[];` becomes a macro that points into this
+    block's dynamic shared memory arena, so user code compiles unmodified.
+    The #line that follows keeps the rest of the line at its own number."""
+    def repl(m: re.Match) -> str:
+        line = source.count("\n", 0, m.start()) + 1
+        ctype = " ".join(_ALIGN.sub(" ", m.group("type")).split()) or "char"
+        name = m.group("name")
+        return (f"\n#define {name} (reinterpret_cast<{ctype} *>(__ql_dyn_shared))\n"
+                f'#line {line} "{filename}"\n')
+    return _EXTERN_SHARED.sub(repl, source)
+
+
 def translation_unit(source: str, exprs: list[str], filename: str) -> str:
     """The C++ the host compiler sees: shim, the user's source with line
     numbers of its own, then one table row per kernel expression."""
     rows = "".join(f'QL_KERNEL("{e}", &{e})\n' for e in exprs)
-    return (f'#include "cuda_shim.h"\n#line 1 "{filename}"\n{source}\n'
+    return (f'#include "cuda_shim.h"\n#line 1 "{filename}"\n'
+            f'{rewrite_extern_shared(source, filename)}\n'
             f'#line 1 "<quicklaunch kernel table>"\n#include "ql_cpu_export.h"\n'
             f"QL_MODULE_BEGIN\n{rows}QL_MODULE_END({len(exprs)})\n")
 
@@ -117,12 +138,15 @@ def _load_cached(key: str) -> Built | None:
 
 def _build(key, source, options, name_expressions, debug, origin, filename) -> Built:
     decls, features, _ = scan.scan(source, options, filename, origin)
-    if features:
+    unsupported = sorted(set(features) & UNSUPPORTED)
+    if unsupported:
         raise CompileError(
-            f"the module uses {', '.join(features)}, which needs block-level "
-            f"synchronisation (CPU tier 2: barriers, warps, cooperative groups, dynamic "
-            f"shared memory); the CPU device does not run such kernels yet, and will not "
-            f"run them wrongly{origin}", source=source, options=options)
+            f"the module uses {', '.join(unsupported)}, which the CPU device does not "
+            f"support (grid-wide synchronisation needs every block resident at once){origin}",
+            source=source, options=options)
+    tier = 2 if set(features) - {"extern __shared__"} else 1
+    if tier == 2:
+        options = (*options, "-DQL_TIER2=1")
     for d in decls:
         refs = [f"'{p.name}' ({p.ctype})" for p in d.params if p.ctype.rstrip().endswith("&")]
         if refs:
@@ -132,7 +156,7 @@ def _build(key, source, options, name_expressions, debug, origin, filename) -> B
     exprs = kernel_expressions(decls, name_expressions)
     meta = {"params": {e: _params_of(decls, e) for e in exprs},
             "templates": sorted({d.name for d in decls if d.template is not None}),
-            "tier": 1}
+            "tier": tier}
     tu = translation_unit(source, exprs, filename)
     data = _compile(tu, options, debug, source, origin, filename, key)
     path = _cache.put("cpu", key, ".so", data)

@@ -12,7 +12,7 @@ import ctypes
 import struct
 from dataclasses import dataclass
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 class _Param(ctypes.Structure):

@@ -30,6 +30,9 @@
 
 #define QL_EXPORT __attribute__((visibility("default")))
 
+#include <stdio.h>
+#include <string.h>
+
 enum {
     QL_CPU_SUCCESS = 0,
     QL_CPU_ERROR_INVALID_VALUE = 1,
@@ -89,6 +92,7 @@ static inline void cpu_relax(void) {
 
 static void run_range(job *j, range *r) {
     for (;;) {
+        if (__atomic_load_n(&j->dims.error->code, __ATOMIC_RELAXED)) return; /* failed */
         uint64_t first = atomic_fetch_add_explicit(&r->next, j->chunk, memory_order_relaxed);
         if (first >= r->end) return;
         uint64_t last = first + j->chunk;
@@ -233,6 +237,19 @@ static void run_inline(const ql_cpu_kernel *k, void **params, const ql_cpu_dims 
     k->run(params, d, 0, nblocks);
 }
 
+/* The message of this thread's last failed launch. */
+static __thread char last_error[sizeof(((ql_cpu_error *)0)->message)];
+
+QL_EXPORT const char *ql_cpu_last_error(void) { return last_error; }
+
+static int finish(const ql_cpu_error *e) {
+    if (!e->code) return QL_CPU_SUCCESS;
+    while (!__atomic_load_n(&e->ready, __ATOMIC_ACQUIRE)) cpu_relax();
+    memcpy(last_error, e->message, sizeof last_error);
+    last_error[sizeof last_error - 1] = '\0';
+    return e->code;
+}
+
 /* A launch spread over the pool; kept out of line so the small-launch path
  * of ql_cpu_launch stays a short function. */
 static __attribute__((noinline)) int run_pooled(const ql_cpu_kernel *k, void **params,
@@ -282,13 +299,15 @@ QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
     if (!k || !k->run) return QL_CPU_ERROR_INVALID_HANDLE;
     if (extra) return QL_CPU_ERROR_NOT_SUPPORTED;
     if (!gx || !gy || !gz || !bx || !by || !bz) return QL_CPU_ERROR_INVALID_VALUE;
-    ql_cpu_dims d = {{gx, gy, gz}, {bx, by, bz}, shared_bytes, 0};
+    ql_cpu_error err;
+    err.code = err.ready = 0;
+    ql_cpu_dims d = {{gx, gy, gz}, {bx, by, bz}, shared_bytes, 0, &err};
     uint64_t nblocks = (uint64_t)gx * gy * gz;
     uint64_t per_block = (uint64_t)bx * by * bz;
     /* nblocks * per_block can exceed 2**64; compare without multiplying. */
-    if (nblocks == 1 || nblocks <= ql_cpu_inline_threads / per_block) {
+    if (nblocks == 1 || nblocks <= ql_cpu_inline_threads / per_block)
         run_inline(k, params, &d, nblocks);
-        return QL_CPU_SUCCESS;
-    }
-    return run_pooled(k, params, &d, nblocks);
+    else
+        run_pooled(k, params, &d, nblocks);
+    return finish(&err);
 }

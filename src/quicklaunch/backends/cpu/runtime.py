@@ -36,6 +36,7 @@ def library() -> ctypes.CDLL:
     lib.ql_cpu_threads.restype = ctypes.c_int
     lib.ql_cpu_set_threads.restype = ctypes.c_int
     lib.ql_cpu_set_threads.argtypes = [ctypes.c_int]
+    lib.ql_cpu_last_error.restype = ctypes.c_char_p
     return lib
 
 
@@ -55,7 +56,11 @@ def threads() -> int:
 
 
 def error_hook(kernel, status: int) -> LaunchError:
-    """Turns a runtime status into the exception the launcher raises."""
+    """Turns a runtime status into the exception the launcher raises; runs on
+    the launching thread, right after the failed launch."""
+    if status in (710, 719):  # reported by the kernel module, with its message
+        detail = library().ql_cpu_last_error().decode(errors="replace")
+        return LaunchError(f"kernel '{kernel.name}' failed on the CPU device: {detail}")
     what, why = _STATUS.get(status, ("unknown status", "an internal error"))
     return LaunchError(f"kernel '{kernel.name}' failed on the CPU device: {what} "
                        f"(status {status}): {why}")

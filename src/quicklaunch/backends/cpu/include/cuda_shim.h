@@ -96,5 +96,9 @@ static constexpr int warpSize = 32;
 #include "ql_math.h"
 #include "ql_half.h"
 #include "ql_atomics.h"
+#include "ql_launch_state.h"
+#ifdef QL_TIER2
+#include "ql_fibers.h"
+#endif
 
 #endif /* QL_CUDA_SHIM_H */

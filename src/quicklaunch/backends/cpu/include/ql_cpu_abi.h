@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define QL_CPU_ABI_VERSION 1u
+#define QL_CPU_ABI_VERSION 2u
 
 /* Parameter kinds, as reflected by the compiler. These are also the type
  * codes the C launcher reads (see _launch.c), so keep them in sync. */
@@ -37,11 +37,28 @@ typedef struct ql_cpu_param {
     uint32_t kind;
 } ql_cpu_param;
 
+/* Status codes a kernel module reports (CUDA's numbering). */
+enum ql_cpu_status {
+    QL_CPU_OK = 0,
+    QL_CPU_ERROR_ASSERT = 710,         /* a device-side assert failed */
+    QL_CPU_ERROR_LAUNCH_FAILED = 719,  /* deadlock, bad warp mask, ... */
+    QL_CPU_ERROR_OUT_OF_MEMORY = 2
+};
+
+/* The first error of a launch, written by the kernel module (first writer
+ * wins), read by the runtime once the launch is over. */
+typedef struct ql_cpu_error {
+    int code;                /* atomic: 0 until an error is claimed */
+    int ready;               /* atomic: 1 once message is complete */
+    char message[1024];
+} ql_cpu_error;
+
 typedef struct ql_cpu_dims {
     uint32_t grid[3];
     uint32_t block[3];
     uint32_t shared_bytes;   /* dynamic shared memory of the launch */
     uint32_t reserved;
+    ql_cpu_error *error;     /* where the module reports a failure */
 } ql_cpu_dims;
 
 /* Runs blocks [first, last) (linear block index, x fastest) of a launch. */

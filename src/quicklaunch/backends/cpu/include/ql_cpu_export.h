@@ -108,7 +108,9 @@ struct entry<void (*)(A...), F> {
         const uint64_t gx = d->grid[0], gy = d->grid[1];
         gridDim = dim3(d->grid[0], d->grid[1], d->grid[2]);
         blockDim = dim3(bx, by, bz);
+        __ql_dyn_shared = d->shared_bytes ? ql_dynamic_shared_arena(d->shared_bytes) : 0;
         for (uint64_t b = first; b < last; ++b) {
+            if (ql_launch_failed()) return;
             blockIdx.x = (unsigned)(b % gx);
             blockIdx.y = (unsigned)((b / gx) % gy);
             blockIdx.z = (unsigned)(b / (gx * gy));
@@ -144,13 +146,44 @@ struct entry<void (*)(A...), F> {
     }
 
     template <unsigned... I>
-    static void unpack(seq<I...>, void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
+    static __attribute__((noinline)) void unpack(seq<I...>, void **p, const ql_cpu_dims *d,
+                                                 uint64_t first, uint64_t last) {
         loop(d, first, last, *static_cast<typename strip_ref<A>::type *>(p[I])...);
     }
 
+    // Tier 1: blocks [first, last). A failed assert longjmps back here.
     static void run(void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
-        unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
+        ql_launch_dims = d;
+        jmp_buf abort_to;
+        ql_tier1_abort = &abort_to;
+        if (setjmp(abort_to) == 0) unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
+        ql_tier1_abort = 0;
     }
+
+#ifdef QL_TIER2
+    // Tier 2: one CUDA thread, run as a fiber.
+    template <unsigned... I>
+    static void call(seq<I...>, void **p) {
+        F(*static_cast<typename strip_ref<A>::type *>(p[I])...);
+    }
+    static void body(void **p) { call(typename make_seq<sizeof...(A)>::type(), p); }
+
+    static void run_fibers(void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
+        ql_launch_dims = d;
+        const unsigned bx = d->block[0], by = d->block[1], bz = d->block[2];
+        const uint64_t gx = d->grid[0], gy = d->grid[1];
+        gridDim = dim3(d->grid[0], d->grid[1], d->grid[2]);
+        blockDim = dim3(bx, by, bz);
+        __ql_dyn_shared = d->shared_bytes ? ql_dynamic_shared_arena(d->shared_bytes) : 0;
+        for (uint64_t b = first; b < last; ++b) {
+            if (ql_launch_failed()) return;
+            blockIdx.x = (unsigned)(b % gx);
+            blockIdx.y = (unsigned)((b / gx) % gy);
+            blockIdx.z = (unsigned)(b / (gx * gy));
+            if (ql_fiber::run_block(body, p, bx, by, bz) < 0) return;
+        }
+    }
+#endif
 };
 
 // A noexcept kernel: the same entry, through the plain function pointer type.
@@ -162,9 +195,16 @@ struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
 #define QL_ENTRY(...) ::ql_export::entry<decltype(__VA_ARGS__), (__VA_ARGS__)>
 // One row of the module's kernel table. Variadic: a name expression such as
 // &scale<float, 5> holds commas.
+#ifdef QL_TIER2
+#define QL_RUN run_fibers
+#define QL_TIER 2u
+#else
+#define QL_RUN run
+#define QL_TIER 1u
+#endif
 #define QL_KERNEL(name_text, ...)                                              \
-    {name_text, reinterpret_cast<void *>(__VA_ARGS__), QL_ENTRY(__VA_ARGS__)::run, \
-     (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, 1u, QL_ENTRY(__VA_ARGS__)::params},
+    {name_text, reinterpret_cast<void *>(__VA_ARGS__), QL_ENTRY(__VA_ARGS__)::QL_RUN, \
+     (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, QL_TIER, QL_ENTRY(__VA_ARGS__)::params},
 #define QL_MODULE_BEGIN static const ql_cpu_kernel ql_kernel_table[] = {
 #define QL_MODULE_END(count)                                                   \
     {0, 0, 0, 0, 0, 0}};                                                       \

@@ -438,6 +438,5 @@ QL_FN void __nanosleep(unsigned int ns) {
     nanosleep(&ts, 0);
 }
 /* A device trap aborts the kernel; on the CPU it stops the process. */
-QL_FN void __trap(void) { __builtin_trap(); }
 
 #endif /* QL_MATH_H */

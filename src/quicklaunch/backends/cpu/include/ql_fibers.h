@@ -1,0 +1,562 @@
+/* Tier 2 of the CPU device: every CUDA thread of a block is a fiber on the
+ * worker that owns the block. Part of cuda_shim.h, for modules that use
+ * barriers, warp functions or cooperative groups.
+ *
+ * A block runs in passes: fiber 0 runs until it blocks (a barrier, a warp
+ * function) or exits, then switches straight to the next runnable fiber, and
+ * so on; the last one switches back to the block's scheduler, which resolves
+ * what can be resolved (a warp rendezvous whose named lanes are all there, a
+ * barrier every live thread has reached; exited threads release barriers)
+ * and starts the next pass. If nothing can be resolved, the block is
+ * deadlocked: a LaunchError names the block and what each thread waits for.
+ *
+ * Switching saves six registers and swaps stacks (x86-64 assembly below; a
+ * ucontext fallback elsewhere), with no system call. Stacks are mmap'd once
+ * per worker, QUICKLAUNCH_CPU_STACK bytes each (default 64 KiB), with a
+ * PROT_NONE guard page below each. */
+#ifndef QL_FIBERS_H
+#define QL_FIBERS_H
+
+#include <sys/mman.h>
+#include <unistd.h>
+#if !defined(__x86_64__)
+#include <ucontext.h>
+#endif
+
+namespace ql_fiber {
+
+/* ------------------------------------------------------- context switch */
+#if defined(__x86_64__)
+extern "C" void ql_fiber_switch(void **save_sp, void *to_sp)
+    __attribute__((visibility("hidden")));
+extern "C" void ql_fiber_trampoline(void) __attribute__((visibility("hidden")));
+__asm__(
+    ".text\n.p2align 4\n"
+    ".globl ql_fiber_switch\n.hidden ql_fiber_switch\n.type ql_fiber_switch,@function\n"
+    "ql_fiber_switch:\n"
+    "  pushq %rbp\n  pushq %rbx\n  pushq %r12\n  pushq %r13\n  pushq %r14\n  pushq %r15\n"
+    "  movq %rsp, (%rdi)\n  movq %rsi, %rsp\n"
+    "  popq %r15\n  popq %r14\n  popq %r13\n  popq %r12\n  popq %rbx\n  popq %rbp\n"
+    "  ret\n.size ql_fiber_switch, .-ql_fiber_switch\n"
+    ".globl ql_fiber_trampoline\n.hidden ql_fiber_trampoline\n"
+    ".type ql_fiber_trampoline,@function\n"
+    "ql_fiber_trampoline:\n  movq %r12, %rdi\n  callq *%r13\n  ud2\n"
+    ".size ql_fiber_trampoline, .-ql_fiber_trampoline\n");
+
+struct context { void *sp; };
+
+/* A fresh stack whose first switch-in calls entry(arg). */
+QL_FN void prepare(context *c, char *top, void (*entry)(void *), void *arg) {
+    void **sp = (void **)((uintptr_t)top & ~(uintptr_t)15);
+    *--sp = (void *)ql_fiber_trampoline;   /* popped by ret */
+    *--sp = 0;                             /* rbp */
+    *--sp = 0;                             /* rbx */
+    *--sp = arg;                           /* r12 -> rdi */
+    *--sp = (void *)entry;                 /* r13 */
+    *--sp = 0;                             /* r14 */
+    *--sp = 0;                             /* r15 */
+    c->sp = sp;
+}
+QL_FN void jump(context *from, context *to) { ql_fiber_switch(&from->sp, to->sp); }
+#else
+struct context { ucontext_t uc; };
+QL_FN void prepare(context *c, char *top, void (*entry)(void *), void *arg) {
+    getcontext(&c->uc);
+    size_t size = 16384;
+    c->uc.uc_stack.ss_sp = top - size;
+    c->uc.uc_stack.ss_size = size;
+    c->uc.uc_link = 0;
+    makecontext(&c->uc, (void (*)(void))entry, 1, arg);
+}
+QL_FN void jump(context *from, context *to) { swapcontext(&from->uc, &to->uc); }
+#endif
+
+/* --------------------------------------------------------------- stacks */
+QL_FN size_t stack_bytes(void) {
+    static size_t bytes;
+    if (!bytes) {
+        size_t want = 64 * 1024;
+        const char *s = getenv("QUICKLAUNCH_CPU_STACK");
+        if (s && *s) {
+            char *end;
+            unsigned long long v = strtoull(s, &end, 10);
+            if (*end == 'k' || *end == 'K') v <<= 10;
+            if (*end == 'm' || *end == 'M') v <<= 20;
+            if (v >= 16384) want = (size_t)v;
+        }
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        bytes = (want + page - 1) / page * page + page; /* + the guard page */
+    }
+    return bytes;
+}
+
+/* This worker's stacks: one per CUDA thread of the largest block seen. */
+QL_FN char *stack_top(unsigned i, unsigned need) {
+    static thread_local char *base;
+    static thread_local unsigned count;
+    const size_t each = stack_bytes();
+    if (need > count) {
+        if (base) munmap(base, each * count);
+        base = (char *)mmap(0, each * need, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (base == (char *)MAP_FAILED) {
+            base = 0;
+            count = 0;
+            return 0;
+        }
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        for (unsigned j = 0; j < need; ++j) mprotect(base + j * each, page, PROT_NONE);
+        count = need;
+    }
+    /* Stagger the tops by a cache line each: stacks a whole number of pages
+     * apart would otherwise put every fiber's live frame in the same L1 set. */
+    return base + (size_t)(i + 1) * each - (size_t)(i % 64) * 64;
+}
+
+/* ---------------------------------------------------------------- block */
+enum state : unsigned char { RUNNABLE, AT_BARRIER, AT_WARP, EXITED };
+enum op : unsigned char {
+    OP_SYNCWARP, OP_SHFL, OP_SHFL_UP, OP_SHFL_DOWN, OP_SHFL_XOR, OP_BALLOT, OP_ANY, OP_ALL,
+    OP_ACTIVEMASK, OP_MATCH_ANY, OP_MATCH_ALL, OP_ADD, OP_MIN, OP_MAX, OP_UMIN, OP_UMAX,
+    OP_AND, OP_OR, OP_XOR
+};
+static const char *const op_names[] = {
+    "__syncwarp", "__shfl_sync", "__shfl_up_sync", "__shfl_down_sync", "__shfl_xor_sync",
+    "__ballot_sync", "__any_sync", "__all_sync", "__activemask", "__match_any_sync",
+    "__match_all_sync", "__reduce_add_sync", "__reduce_min_sync", "__reduce_max_sync",
+    "__reduce_min_sync", "__reduce_max_sync", "__reduce_and_sync", "__reduce_or_sync",
+    "__reduce_xor_sync"};
+enum barrier_kind : unsigned char { BAR_PLAIN, BAR_COUNT, BAR_AND, BAR_OR };
+
+struct lane {
+    context ctx;
+    uint3 tid;
+    state st;
+    op wop;
+    unsigned mask;      /* the warp function's mask (its group) */
+    int arg, width;     /* source lane / delta / lane mask; width */
+    uintptr_t site;     /* __activemask: the call site is the convergence point */
+    uint64_t value;     /* what this lane brings */
+    uint64_t result;    /* what it gets back */
+    int pred;           /* barrier predicate in, __match_all_sync predicate out */
+};
+
+struct block {
+    lane *lanes;
+    uint3 *tid;         /* this worker's threadIdx, reached without a TLS lookup */
+    unsigned n, cur, alive, at_barrier, at_warp;
+    barrier_kind bkind;
+    context sched;
+    void (*body)(void **);
+    void **params;
+    bool failed;
+};
+
+static thread_local block *current __attribute__((unused));
+
+QL_FN void enter(block *b, unsigned i) {
+    b->cur = i;
+    *b->tid = b->lanes[i].tid;
+}
+
+/* Leaves lane `me` (already marked blocked or exited) for the next runnable
+ * lane of this pass, or for the scheduler at the end of the pass. */
+QL_FN void yield(block *b, unsigned me) {
+    for (unsigned j = me + 1; j < b->n; ++j) {
+        if (b->lanes[j].st == RUNNABLE) {
+            enter(b, j);
+            jump(&b->lanes[me].ctx, &b->lanes[j].ctx);
+            return;
+        }
+    }
+    jump(&b->lanes[me].ctx, &b->sched);
+}
+
+__attribute__((noreturn)) QL_FN void abort_lane(void) {
+    block *b = current;
+    b->failed = true;
+    unsigned me = b->cur;
+    b->lanes[me].st = EXITED;
+    jump(&b->lanes[me].ctx, &b->sched);
+    __builtin_unreachable();
+}
+
+QL_FN void fiber_main(void *arg) {
+    block *b = (block *)arg;
+    b->body(b->params);
+    unsigned me = b->cur;
+    b->lanes[me].st = EXITED;
+    --b->alive;
+    yield(b, me);
+    __builtin_unreachable();
+}
+
+QL_FN unsigned lane_id(unsigned t) { return t & 31u; }
+
+/* The result of warp function `o` for lane l of a group whose lanes (mask
+ * m, within warp base w0) have all arrived. */
+QL_FN void resolve_group(block *b, unsigned w0, unsigned m) {
+    lane *L = b->lanes + w0;
+    unsigned ballot = 0;
+    for (unsigned j = 0; j < 32; ++j)
+        if ((m >> j & 1u) && L[j].value) ballot |= 1u << j;
+    for (unsigned j = 0; j < 32; ++j) {
+        if (!(m >> j & 1u)) continue;
+        lane &me = L[j];
+        const int w = me.width, base = (int)j & ~(w - 1);
+        int src = -1;
+        switch (me.wop) {
+        case OP_SHFL: src = base + (me.arg & (w - 1)); break;
+        case OP_SHFL_UP: src = (int)j - me.arg < base ? (int)j : (int)j - me.arg; break;
+        case OP_SHFL_DOWN: src = (int)j + me.arg >= base + w ? (int)j : (int)j + me.arg; break;
+        case OP_SHFL_XOR: {
+            int s = (int)j ^ me.arg;
+            src = s >= base + w ? (int)j : s;
+            break;
+        }
+        default: break;
+        }
+        uint64_t r = 0;
+        switch (me.wop) {
+        case OP_SHFL: case OP_SHFL_UP: case OP_SHFL_DOWN: case OP_SHFL_XOR:
+            /* a source lane outside the group: undefined in CUDA; own value */
+            r = (src >= 0 && src < 32 && (m >> src & 1u)) ? L[src].value : me.value;
+            break;
+        case OP_BALLOT: r = ballot; break;
+        case OP_ANY: r = ballot != 0; break;
+        case OP_ALL: r = ballot == m; break;
+        case OP_MATCH_ANY:
+            for (unsigned q = 0; q < 32; ++q)
+                if ((m >> q & 1u) && L[q].value == me.value) r |= 1ull << q;
+            break;
+        case OP_MATCH_ALL: {
+            int same = 1;
+            for (unsigned q = 0; q < 32; ++q)
+                if ((m >> q & 1u) && L[q].value != me.value) same = 0;
+            r = same ? m : 0;
+            me.pred = same;
+            break;
+        }
+        case OP_ADD: case OP_AND: case OP_OR: case OP_XOR: case OP_UMIN: case OP_UMAX:
+        case OP_MIN: case OP_MAX: {
+            int first = 1;
+            for (unsigned q = 0; q < 32; ++q) {
+                if (!(m >> q & 1u)) continue;
+                uint32_t v = (uint32_t)L[q].value, acc = (uint32_t)r;
+                if (first) { r = v; first = 0; continue; }
+                switch (me.wop) {
+                case OP_ADD: acc += v; break;
+                case OP_AND: acc &= v; break;
+                case OP_OR: acc |= v; break;
+                case OP_XOR: acc ^= v; break;
+                case OP_UMIN: acc = v < acc ? v : acc; break;
+                case OP_UMAX: acc = v > acc ? v : acc; break;
+                case OP_MIN: acc = (int32_t)v < (int32_t)acc ? v : acc; break;
+                default: acc = (int32_t)v > (int32_t)acc ? v : acc; break;
+                }
+                r = acc;
+            }
+            break;
+        }
+        default: break;
+        }
+        me.result = r;
+    }
+    for (unsigned j = 0; j < 32; ++j)
+        if (m >> j & 1u) {
+            L[j].st = RUNNABLE;
+            --b->at_warp;
+        }
+}
+
+QL_FN const char *describe(const lane &l) {
+    return l.st == AT_BARRIER ? "__syncthreads" : l.st == AT_WARP ? op_names[l.wop] : "";
+}
+
+/* Every live thread is at the barrier: release them all with the result of
+ * __syncthreads_count/_and/_or. */
+QL_FN void release_barrier(block *b) {
+    int count = 0, all = 1, any = 0;
+    for (unsigned j = 0; j < b->n; ++j) {
+        if (b->lanes[j].st != AT_BARRIER) continue;
+        count += b->lanes[j].pred != 0;
+        all &= b->lanes[j].pred != 0;
+        any |= b->lanes[j].pred != 0;
+    }
+    const int r = b->bkind == BAR_COUNT ? count : b->bkind == BAR_AND ? all : any;
+    for (unsigned j = 0; j < b->n; ++j)
+        if (b->lanes[j].st == AT_BARRIER) {
+            b->lanes[j].st = RUNNABLE;
+            b->lanes[j].pred = r;
+        }
+    b->at_barrier = 0;
+    b->bkind = BAR_PLAIN;
+}
+
+/* Resolves warp rendezvous and the barrier after a pass. Returns 1 on
+ * progress, 0 when the block is deadlocked, -1 after reporting a bad mask. */
+QL_FN int resolve(block *b) {
+    int progress = 0;
+    for (unsigned w0 = 0; w0 < b->n; w0 += 32) {
+        lane *L = b->lanes + w0;
+        const unsigned nl = b->n - w0 < 32 ? b->n - w0 : 32;
+        for (unsigned j = 0; j < nl; ++j) {
+            if (L[j].st != AT_WARP) continue;
+            if (L[j].wop == OP_ACTIVEMASK) { /* lanes that reached the same call site */
+                unsigned m = 0;
+                for (unsigned q = 0; q < nl; ++q)
+                    if (L[q].st == AT_WARP && L[q].wop == OP_ACTIVEMASK && L[q].site == L[j].site)
+                        m |= 1u << q;
+                for (unsigned q = 0; q < nl; ++q)
+                    if (m >> q & 1u) { L[q].result = m; L[q].st = RUNNABLE; --b->at_warp; }
+                progress = 1;
+                continue;
+            }
+            const unsigned m = L[j].mask;
+            int ready = 1;
+            for (unsigned q = 0; q < 32 && ready; ++q) {
+                if (!(m >> q & 1u)) continue;
+                if (q >= nl || L[q].st == EXITED) {
+                    ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
+                              "%s with mask 0x%08x in block (%u, %u, %u), thread (%u, %u, %u): "
+                              "the mask names lane %u, which %s; name only lanes that take "
+                              "part", op_names[L[j].wop], m, blockIdx.x, blockIdx.y,
+                              blockIdx.z, L[j].tid.x, L[j].tid.y, L[j].tid.z, q,
+                              q >= nl ? "does not exist in this block" : "has exited");
+                    return -1;
+                }
+                if (L[q].st != AT_WARP || L[q].mask != m) ready = 0;
+            }
+            if (ready) {
+                resolve_group(b, w0, m);
+                progress = 1;
+            }
+        }
+    }
+    if (progress) return 1;
+    if (b->alive && b->at_barrier == b->alive) {
+        release_barrier(b);
+        return 1;
+    }
+    return 0;
+}
+
+QL_FN void report_deadlock(block *b) {
+    char detail[700];
+    size_t used = 0;
+    for (unsigned j = 0; j < b->n && used < sizeof detail - 80;) {
+        const lane &l = b->lanes[j];
+        if (l.st == EXITED) { ++j; continue; }
+        unsigned k = j;
+        while (k + 1 < b->n && b->lanes[k + 1].st == l.st &&
+               (l.st != AT_WARP || b->lanes[k + 1].wop == l.wop))
+            ++k;
+        used += snprintf(detail + used, sizeof detail - used, "%sthreads %u-%u wait at %s",
+                         used ? "; " : "", j, k, describe(l));
+        j = k + 1;
+    }
+    ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
+              "deadlock in block (%u, %u, %u): %u threads alive, %u at the barrier; %s "
+              "(threads numbered x fastest)", blockIdx.x, blockIdx.y, blockIdx.z, b->alive,
+              b->at_barrier, detail);
+}
+
+/* Runs one block of `body` as fibers. Returns 0, or -1 after a failure. */
+QL_FN int run_block(void (*body)(void **), void **params, unsigned bx, unsigned by,
+                    unsigned bz) {
+    static thread_local lane *lanes;
+    static thread_local unsigned nlanes;
+    const unsigned n = bx * by * bz;
+    if (n > nlanes) {
+        free(lanes);
+        lanes = (lane *)calloc(n, sizeof(lane));
+        nlanes = lanes ? n : 0;
+    }
+    if (!lanes || !stack_top(0, n)) {
+        ql_report(QL_CPU_ERROR_OUT_OF_MEMORY, "no memory for %u fiber stacks of %zu bytes", n,
+                  stack_bytes());
+        return -1;
+    }
+    block b;
+    b.lanes = lanes;
+    b.tid = &threadIdx;
+    b.n = n;
+    b.alive = n;
+    b.at_barrier = 0;
+    b.at_warp = 0;
+    b.bkind = BAR_PLAIN;
+    b.body = body;
+    b.params = params;
+    b.failed = false;
+    for (unsigned t = 0; t < n; ++t) {
+        lane &l = lanes[t];
+        l.tid.x = t % bx;
+        l.tid.y = (t / bx) % by;
+        l.tid.z = t / (bx * by);
+        l.st = RUNNABLE;
+        prepare(&l.ctx, stack_top(t, n), fiber_main, &b);
+    }
+    block *outer = current;
+    current = &b;
+    ql_tier2_abort = abort_lane;
+    int rc = 0;
+    for (;;) {
+        unsigned first = 0;
+        while (first < n && lanes[first].st != RUNNABLE) ++first;
+        if (first < n) {
+            enter(&b, first);
+            jump(&b.sched, &lanes[first].ctx);
+            if (b.failed) { rc = -1; break; }
+            continue;
+        }
+        if (!b.alive) break;
+        int r = resolve(&b);
+        if (r > 0) continue;
+        if (r == 0) report_deadlock(&b);
+        rc = -1;
+        break;
+    }
+    current = outer;
+    return rc;
+}
+
+/* Blocks the calling lane at a warp function until its group resolves. */
+QL_FN uint64_t warp_op(op o, unsigned mask, uint64_t value, int arg, int width,
+                       uintptr_t site) {
+    block *b = current;
+    const unsigned me = b->cur;
+    lane &l = b->lanes[me];
+    if (o != OP_ACTIVEMASK && !(mask >> lane_id(me) & 1u)) {
+        ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
+                  "%s with mask 0x%08x in block (%u, %u, %u), thread (%u, %u, %u): the mask "
+                  "must include the calling lane %u", op_names[o], mask, blockIdx.x, blockIdx.y,
+                  blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, lane_id(me));
+        abort_lane();
+    }
+    if (width < 1 || width > 32 || (width & (width - 1))) width = 32;
+    l.wop = o;
+    l.mask = mask;
+    l.value = value;
+    l.arg = arg;
+    l.width = width;
+    l.site = site;
+    l.st = AT_WARP;
+    ++b->at_warp;
+    yield(b, me);
+    return b->lanes[me].result;
+}
+
+QL_FN int barrier(barrier_kind kind, int pred) {
+    block *b = current;
+    const unsigned me = b->cur;
+    b->lanes[me].st = AT_BARRIER;
+    b->lanes[me].pred = pred;
+    if (kind != BAR_PLAIN) b->bkind = kind;
+    if (++b->at_barrier == b->alive && !b->at_warp) {
+        /* The last live thread to arrive releases the barrier and goes on;
+         * the others resume in the next pass. No trip to the scheduler. */
+        release_barrier(b);
+        return b->lanes[me].pred;
+    }
+    yield(b, me);
+    return b->lanes[me].pred;
+}
+
+template <class T> QL_FN uint64_t bits(T v) {
+    static_assert(sizeof(T) <= 8, "warp shuffles move values of at most 8 bytes");
+    uint64_t r = 0;
+    memcpy(&r, &v, sizeof(T));
+    return r;
+}
+template <class T> QL_FN T from_bits(uint64_t r) {
+    T v;
+    memcpy(&v, &r, sizeof(T));
+    return v;
+}
+
+}  // namespace ql_fiber
+
+/* --------------------------------------------------- CUDA's functions */
+#define QL_SITE ((uintptr_t)__builtin_return_address(0))
+
+QL_FN void __syncthreads(void) { ql_fiber::barrier(ql_fiber::BAR_PLAIN, 0); }
+QL_FN int __syncthreads_count(int p) { return ql_fiber::barrier(ql_fiber::BAR_COUNT, p != 0); }
+QL_FN int __syncthreads_and(int p) { return ql_fiber::barrier(ql_fiber::BAR_AND, p != 0); }
+QL_FN int __syncthreads_or(int p) { return ql_fiber::barrier(ql_fiber::BAR_OR, p != 0); }
+
+__attribute__((noinline)) static unsigned __activemask(void) {
+    return (unsigned)ql_fiber::warp_op(ql_fiber::OP_ACTIVEMASK, 0, 0, 0, 32, QL_SITE);
+}
+QL_FN void __syncwarp(unsigned mask = 0xffffffffu) {
+    ql_fiber::warp_op(ql_fiber::OP_SYNCWARP, mask, 0, 0, 32, 0);
+}
+
+template <class T> QL_FN T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+    return ql_fiber::from_bits<T>(
+        ql_fiber::warp_op(ql_fiber::OP_SHFL, mask, ql_fiber::bits(v), src, width, 0));
+}
+template <class T> QL_FN T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+    return ql_fiber::from_bits<T>(ql_fiber::warp_op(ql_fiber::OP_SHFL_UP, mask,
+                                                    ql_fiber::bits(v), (int)delta, width, 0));
+}
+template <class T> QL_FN T __shfl_down_sync(unsigned mask, T v, unsigned delta,
+                                            int width = 32) {
+    return ql_fiber::from_bits<T>(ql_fiber::warp_op(ql_fiber::OP_SHFL_DOWN, mask,
+                                                    ql_fiber::bits(v), (int)delta, width, 0));
+}
+template <class T> QL_FN T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+    return ql_fiber::from_bits<T>(ql_fiber::warp_op(ql_fiber::OP_SHFL_XOR, mask,
+                                                    ql_fiber::bits(v), lane_mask, width, 0));
+}
+QL_FN unsigned __ballot_sync(unsigned mask, int p) {
+    return (unsigned)ql_fiber::warp_op(ql_fiber::OP_BALLOT, mask, p != 0, 0, 32, 0);
+}
+QL_FN int __any_sync(unsigned mask, int p) {
+    return (int)ql_fiber::warp_op(ql_fiber::OP_ANY, mask, p != 0, 0, 32, 0);
+}
+QL_FN int __all_sync(unsigned mask, int p) {
+    return (int)ql_fiber::warp_op(ql_fiber::OP_ALL, mask, p != 0, 0, 32, 0);
+}
+template <class T> QL_FN unsigned __match_any_sync(unsigned mask, T v) {
+    return (unsigned)ql_fiber::warp_op(ql_fiber::OP_MATCH_ANY, mask, ql_fiber::bits(v), 0,
+                                       32, 0);
+}
+template <class T> QL_FN unsigned __match_all_sync(unsigned mask, T v, int *pred) {
+    unsigned r = (unsigned)ql_fiber::warp_op(ql_fiber::OP_MATCH_ALL, mask, ql_fiber::bits(v),
+                                             0, 32, 0);
+    *pred = ql_fiber::current->lanes[ql_fiber::current->cur].pred;
+    return r;
+}
+#define QL_REDUCE(name, o, T)                                                              \
+    QL_FN T name(unsigned mask, T v) {                                                   \
+        return (T)ql_fiber::warp_op(ql_fiber::o, mask, (uint32_t)v, 0, 32, 0);          \
+    }
+QL_REDUCE(__reduce_add_sync, OP_ADD, unsigned)
+QL_REDUCE(__reduce_add_sync, OP_ADD, int)
+QL_REDUCE(__reduce_min_sync, OP_UMIN, unsigned)
+QL_REDUCE(__reduce_min_sync, OP_MIN, int)
+QL_REDUCE(__reduce_max_sync, OP_UMAX, unsigned)
+QL_REDUCE(__reduce_max_sync, OP_MAX, int)
+QL_REDUCE(__reduce_and_sync, OP_AND, unsigned)
+QL_REDUCE(__reduce_or_sync, OP_OR, unsigned)
+QL_REDUCE(__reduce_xor_sync, OP_XOR, unsigned)
+#undef QL_REDUCE
+
+/* The pre-CUDA-9 forms, over the lanes converged at the call. */
+template <class T> QL_FN T __shfl(T v, int src, int width = 32) {
+    return __shfl_sync(__activemask(), v, src, width);
+}
+template <class T> QL_FN T __shfl_up(T v, unsigned d, int width = 32) {
+    return __shfl_up_sync(__activemask(), v, d, width);
+}
+template <class T> QL_FN T __shfl_down(T v, unsigned d, int width = 32) {
+    return __shfl_down_sync(__activemask(), v, d, width);
+}
+template <class T> QL_FN T __shfl_xor(T v, int m, int width = 32) {
+    return __shfl_xor_sync(__activemask(), v, m, width);
+}
+QL_FN unsigned __ballot(int p) { return __ballot_sync(__activemask(), p); }
+QL_FN int __any(int p) { return __any_sync(__activemask(), p); }
+QL_FN int __all(int p) { return __all_sync(__activemask(), p); }
+
+#endif

@@ -1,0 +1,92 @@
+/* Per-worker launch state shared by both tiers: the launch being run, its
+ * dynamic shared memory arena, and how a CUDA thread reports a failure
+ * (a failed assert, a deadlock) and stops. Part of cuda_shim.h.
+ *
+ * A failure is claimed once per launch in the runtime's ql_cpu_error (first
+ * writer wins); the failing CUDA thread then stops: in tier 1 by a longjmp
+ * out of the block loop, in tier 2 by switching away from its fiber for
+ * good. The runtime stops handing out blocks and the launch returns the
+ * error, which the launcher raises as LaunchError. */
+#ifndef QL_LAUNCH_STATE_H
+#define QL_LAUNCH_STATE_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+
+#include "ql_cpu_abi.h"
+
+static thread_local const ql_cpu_dims *ql_launch_dims __attribute__((unused));
+/* Points into this worker's arena for `extern __shared__` arrays (the
+ * compiler driver rewrites their declarations to use it). */
+static thread_local char *__ql_dyn_shared __attribute__((unused));
+static thread_local jmp_buf *ql_tier1_abort __attribute__((unused));
+static thread_local void (*ql_tier2_abort)(void) __attribute__((unused));
+
+/* The worker's dynamic shared memory, grown to `bytes` (16-byte aligned). */
+QL_FN char *ql_dynamic_shared_arena(size_t bytes) {
+    static thread_local char *arena;
+    static thread_local size_t size;
+    if (bytes > size) {
+        free(arena);
+        size_t want = bytes < 4096 ? 4096 : bytes;
+        arena = (char *)aligned_alloc(64, (want + 63) & ~(size_t)63);
+        size = arena ? want : 0;
+    }
+    return arena;
+}
+
+/* Records a launch failure (if it is the first) with the failing thread's
+ * coordinates. Returns 1 if this call claimed the error. */
+__attribute__((format(printf, 2, 3))) QL_FN int ql_report(int code, const char *fmt, ...) {
+    ql_cpu_error *e = ql_launch_dims ? ql_launch_dims->error : 0;
+    if (!e) return 0;
+    int expected = 0;
+    if (!__atomic_compare_exchange_n(&e->code, &expected, code, false, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_RELAXED))
+        return 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->message, sizeof e->message, fmt, ap);
+    va_end(ap);
+    __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+/* Stops the calling CUDA thread (and its block). Never returns. */
+__attribute__((noreturn)) QL_FN void ql_abort_thread(void) {
+    if (ql_tier2_abort) ql_tier2_abort();
+    if (ql_tier1_abort) longjmp(*ql_tier1_abort, 1);
+    abort(); /* unreachable: every block runs under one of the two */
+}
+
+QL_FN int ql_launch_failed(void) {
+    return ql_launch_dims && __atomic_load_n(&ql_launch_dims->error->code, __ATOMIC_RELAXED);
+}
+
+/* assert() in device code: a LaunchError naming the kernel's thread, not
+ * an abort() of the whole process. */
+__attribute__((noreturn)) QL_FN void ql_assert_fail(const char *expr, const char *file,
+                                                    unsigned line, const char *func) {
+    ql_report(QL_CPU_ERROR_ASSERT,
+              "device-side assert failed: %s at %s:%u in %s(), block (%u, %u, %u), "
+              "thread (%u, %u, %u)", expr, file, line, func, blockIdx.x, blockIdx.y,
+              blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+    ql_abort_thread();
+}
+
+/* __trap(): the kernel aborts, as on a GPU; here a LaunchError. */
+__attribute__((noreturn)) QL_FN void __trap(void) {
+    ql_report(QL_CPU_ERROR_LAUNCH_FAILED, "__trap() called in block (%u, %u, %u), thread "
+              "(%u, %u, %u)", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
+              threadIdx.z);
+    ql_abort_thread();
+}
+
+#undef assert
+#ifdef NDEBUG
+#define assert(e) ((void)0)
+#else
+#define assert(e) ((e) ? (void)0 : ql_assert_fail(#e, __FILE__, __LINE__, __func__))
+#endif
+
+#endif
