@@ -85,6 +85,7 @@ class Module:
         self._aliases: dict[str, str] = {}
         self._templates: set[str] = set()
         self._library = None   # keeps the shared object loaded
+        self._path = None      # the shared object's file
 
     @property
     def kernels(self) -> list[str]:
@@ -111,6 +112,16 @@ class Module:
             raise KernelNotFoundError(f"kernel {hint}; available: {self.kernels}")
         raise KernelNotFoundError(f"no kernel '{name}' in this module; available: "
                                   f"{self.kernels or 'none (the source has no __global__ function)'}")
+
+    def get_global(self, name: str, dtype=None, shape=None):
+        """A ``__device__`` or ``__constant__`` variable as a ``ql.Buffer``: a
+        zero-copy view (``.numpy()``) that kernels of this module see.
+
+        The dtype and shape come from the declaration when it is a plain C
+        scalar type (``__constant__ float coef[5]``); pass ``dtype`` (and
+        ``shape``) for anything else, or get the raw bytes (uint8)."""
+        from .globals import global_buffer
+        return global_buffer(self, name, dtype, shape)
 
     def __getitem__(self, name: str) -> Kernel:
         return self.get_kernel(name)
@@ -194,6 +205,7 @@ def _compile_cpu(dev, source, options, name_expressions, debug, origin) -> Modul
     built = compiler.build(source, options, exprs, debug, origin)
     mod = Module(dev, source, options)
     mod._library = built.library
+    mod._path = built.path
     mod._templates = set(built.meta["templates"])
     spelled = _source_params(source)
     entry, inline, hook = runtime.launch_entry(), runtime.inline_threads(), runtime.error_hook

@@ -31,8 +31,9 @@ _MAX_LOG = 8000
 class Built:
     """A loaded module: its library, kernel table rows and metadata."""
 
-    def __init__(self, library, kernels: list, meta: dict):
+    def __init__(self, library, kernels: list, meta: dict, path: str):
         self.library = library
+        self.path = path
         self.kernels = kernels       # [loader.LoadedKernel]
         self.meta = meta             # {"params": {expr: [[name, ctype], ...]},
         #                               "templates": [...], "tier": 1}
@@ -131,7 +132,7 @@ def _load_cached(key: str) -> Built | None:
         return None
     try:
         library, kernels = loader.load(str(path))
-        return Built(library, kernels, json.loads(meta))
+        return Built(library, kernels, json.loads(meta), str(path))
     except (OSError, ValueError):
         return None   # unloadable entry: a miss, rebuilt by the caller
 
@@ -166,7 +167,7 @@ def _build(key, source, options, name_expressions, debug, origin, filename) -> B
     except (OSError, ValueError) as exc:
         raise CompileError(f"the compiled module could not be loaded: {exc}",
                            source=source, options=options) from None
-    return Built(library, kernels, meta)
+    return Built(library, kernels, meta, str(path))
 
 
 def _compile(tu: str, options, debug, source, origin, filename, key) -> bytes:

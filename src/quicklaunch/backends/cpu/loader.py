@@ -50,29 +50,52 @@ class LoadedKernel:
     tier: int
 
 
-def _function_symbols(path: str) -> dict[int, str]:
-    """{offset from the load base: name} of the functions in an ELF64
-    little-endian shared object's .symtab (empty for anything else)."""
+def elf_symbols(path: str, kind: int) -> list[tuple[str, int, int]]:
+    """(name, offset from the load base, size) of the defined symbols of one
+    type (2: functions, 1: objects) in an ELF64 little-endian shared object's
+    .symtab; empty for anything else."""
     with open(path, "rb") as f:
         data = f.read()
     if data[:4] != b"\x7fELF" or data[4] != 2 or data[5] != 1:
-        return {}
+        return []
     shoff, = struct.unpack_from("<Q", data, 0x28)
     shentsize, shnum = struct.unpack_from("<HH", data, 0x3A)
     sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize)
                 for i in range(shnum)]
-    out = {}
+    out = []
     for _name, sh_type, _fl, _addr, off, size, link, _info, _al, entsize in sections:
         if sh_type != 2 or not entsize:  # SHT_SYMTAB
             continue
         str_off = sections[link][4]
         for pos in range(off, off + size, entsize):
-            st_name, st_info, _other, shndx, value, _size = struct.unpack_from(
+            st_name, st_info, _other, shndx, value, st_size = struct.unpack_from(
                 "<IBBHQQ", data, pos)
-            if st_info & 0xF == 2 and shndx and st_name:  # STT_FUNC, defined
+            if st_info & 0xF == kind and shndx and st_name:
                 end = data.index(b"\0", str_off + st_name)
-                out.setdefault(value, data[str_off + st_name:end].decode())
+                out.append((data[str_off + st_name:end].decode(), value, st_size))
     return out
+
+
+def _function_symbols(path: str) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for name, value, _ in elf_symbols(path, 2):
+        out.setdefault(value, name)
+    return out
+
+
+def global_variable(library: ctypes.CDLL, path: str, name: str) -> tuple[int, int] | None:
+    """(address, size) of a module-scope variable: a plain name ("table"),
+    or a namespace-qualified one ("ns::table", found by its mangled name)."""
+    parts = name.split("::")
+    wanted = {name}
+    if len(parts) > 1:
+        wanted.add("_ZN" + "".join(f"{len(p)}{p}" for p in parts) + "E")
+    table = _Module.in_dll(library, "__ql_module")
+    base = _load_base(ctypes.addressof(table)) or 0
+    for sym, value, size in elf_symbols(path, 1):
+        if sym in wanted:
+            return base + value, size
+    return None
 
 
 def _load_base(address: int) -> int | None:
