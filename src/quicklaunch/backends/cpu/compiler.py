@@ -146,8 +146,6 @@ def _build(key, source, options, name_expressions, debug, origin, filename) -> B
             f"support (grid-wide synchronisation needs every block resident at once){origin}",
             source=source, options=options)
     tier = 2 if set(features) - {"extern __shared__"} else 1
-    if tier == 2:
-        options = (*options, "-DQL_TIER2=1")
     for d in decls:
         refs = [f"'{p.name}' ({p.ctype})" for p in d.params if p.ctype.rstrip().endswith("&")]
         if refs:
@@ -159,7 +157,8 @@ def _build(key, source, options, name_expressions, debug, origin, filename) -> B
             "templates": sorted({d.name for d in decls if d.template is not None}),
             "tier": tier}
     tu = translation_unit(source, exprs, filename)
-    data = _compile(tu, options, debug, source, origin, filename, key)
+    data = _compile(tu, options, debug, source, origin, filename, key,
+                    ("-DQL_TIER2=1",) if tier == 2 else ())
     path = _cache.put("cpu", key, ".so", data)
     _cache.put("cpu", key, ".json", json.dumps(meta).encode())
     try:
@@ -170,14 +169,14 @@ def _build(key, source, options, name_expressions, debug, origin, filename) -> B
     return Built(library, kernels, meta, str(path))
 
 
-def _compile(tu: str, options, debug, source, origin, filename, key) -> bytes:
+def _compile(tu: str, options, debug, source, origin, filename, key, defines=()) -> bytes:
     compiler = toolchain.find_compiler()
     with tempfile.TemporaryDirectory(prefix="quicklaunch-") as tmp:
         # Fixed names inside a private directory keep the output identical
         # across processes compiling the same module.
         src, out = Path(tmp, f"{key[:16]}.cpp"), Path(tmp, f"{key[:16]}.so")
         src.write_text(tu)
-        command = toolchain.build_command(compiler, src, out, options, debug)
+        command = toolchain.build_command(compiler, src, out, (*defines, *options), debug)
         status, log = toolchain.run_compiler(command, Path(tmp))
         if status != 0 or not out.exists():
             raise compile_error("kernel source failed to compile for the CPU device",
