@@ -16,10 +16,10 @@ from pathlib import Path
 
 from ... import cache as cache_mod
 from ...errors import CompileError
-from ...signature import KernelDecl, normalize_name
+from ...signature import KernelDecl, normalize_name, strip_comments
 from . import loader, scan, toolchain
 
-FORMAT = "cpu-module-3"
+FORMAT = "cpu-module-4"
 # Names the scan can find that the CPU device refuses, with a CompileError.
 UNSUPPORTED = frozenset({"this_grid", "coalesced_threads"})
 _lock = threading.Lock()
@@ -40,21 +40,51 @@ class Built:
 
 
 _EXTERN_SHARED = re.compile(
-    r"extern\s+__shared__\s+(?P<type>[^;\[\]]*?)\s*\b(?P<name>[A-Za-z_]\w*)\s*\[\s*\]\s*;")
+    r"extern\s+__shared__\s+(?P<type>[^;\[\]{}()]*?(?:\([^()]*\)[^;\[\]{}()]*?)*)"
+    r"\s*\b(?P<name>[A-Za-z_]\w*)\s*\[\s*\]\s*;")
 _ALIGN = re.compile(r"\b(__align__|alignas|__attribute__)\s*\((?:[^()]|\([^()]*\))*\)")
 
 
+def _in_function(code: str, pos: int) -> bool:
+    """Whether `pos` lies in a function body (the innermost open brace is
+    not a namespace's or an extern "C" block's)."""
+    depth = 0
+    for i in range(pos - 1, -1, -1):
+        c = code[i]
+        if c == "}":
+            depth += 1
+        elif c == "{":
+            if depth == 0:
+                before = code[max(0, i - 200):i].rstrip()
+                return not re.search(r'(\bnamespace(\s+[\w:]+)?|\bextern\s*"C(\+\+)?")$',
+                                     before)
+            depth -= 1
+    return False
+
+
 def rewrite_extern_shared(source: str, filename: str) -> str:
-    """`extern __shared__ T name[];` becomes a macro that points into this
-    block's dynamic shared memory arena, so user code compiles unmodified.
-    The #line that follows keeps the rest of the line at its own number."""
+    """`extern __shared__ T name[];` points into this block's dynamic shared
+    memory arena, so user code compiles unmodified: in a function it becomes
+    a local `T *const name`, at namespace scope a macro (the #line after it
+    keeps the rest of the line at its own number)."""
+    code = strip_comments(source)  # same offsets; comments are left alone
+
     def repl(m: re.Match) -> str:
-        line = source.count("\n", 0, m.start()) + 1
         ctype = " ".join(_ALIGN.sub(" ", m.group("type")).split()) or "char"
         name = m.group("name")
+        if _in_function(code, m.start()):
+            return f"{ctype} *const {name} = reinterpret_cast<{ctype} *>(__ql_dyn_shared);"
+        line = source.count("\n", 0, m.start()) + 1
         return (f"\n#define {name} (reinterpret_cast<{ctype} *>(__ql_dyn_shared))\n"
                 f'#line {line} "{filename}"\n')
-    return _EXTERN_SHARED.sub(repl, source)
+
+    out, last = [], 0
+    for m in _EXTERN_SHARED.finditer(code):
+        out.append(source[last:m.start()])
+        out.append(repl(m))
+        last = m.end()
+    out.append(source[last:])
+    return "".join(out)
 
 
 def translation_unit(source: str, exprs: list[str], filename: str) -> str:

@@ -88,10 +88,12 @@ def build_command(compiler: Compiler, source: Path, output: Path, options: tuple
 
 
 def scan_command(compiler: Compiler, source: Path, options: tuple[str, ...]) -> list[str]:
-    """Preprocess only, with the shim as a system header (so its lines are
-    marked and left out of the kernel scan)."""
+    """Preprocess only. The shim is an ordinary include directory here: as
+    a system one, every expansion of its macros on a user's line would be
+    wrapped in line markers, splitting the line (scan.py drops the shim's
+    own lines by their path instead)."""
     return [compiler.path, *compiler.argv[1:], "-std=c++17", "-E", "-DQL_SCAN_KERNELS=1",
-            "-isystem", str(INCLUDE_DIR), *options, str(source)]
+            f"-I{INCLUDE_DIR}", *options, str(source)]
 
 
 def run_preprocessor(command: list[str], cwd: Path) -> tuple[int, str, str]:

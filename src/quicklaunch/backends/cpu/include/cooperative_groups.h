@@ -35,8 +35,13 @@ class thread_block_tile {
     static unsigned first() { return lane() & ~(N - 1); }
 
   public:
-    /* This tile's lanes within the warp. */
-    static unsigned mask() { return N == 32 ? 0xffffffffu : ((1u << N) - 1u) << first(); }
+    /* This tile's lanes within the warp, less any past the end of the block
+     * (a block whose size is not a multiple of the tile ends in a short one). */
+    static unsigned mask() {
+        const unsigned tile = N == 32 ? 0xffffffffu : ((1u << N) - 1u) << first();
+        const unsigned left = blockDim.x * blockDim.y * blockDim.z - (ql_linear_thread() & ~31u);
+        return left >= 32 ? tile : tile & ((1u << left) - 1u);
+    }
     void sync() const { __syncwarp(mask()); }
     unsigned thread_rank() const { return ql_linear_thread() & (N - 1); }
     static constexpr unsigned size() { return N; }

@@ -64,7 +64,9 @@
  * template kernel these statics are vague-linkage (GNU-unique) symbols,
  * shared by every module of the process that has the same kernel, unless
  * the module is compiled with -fvisibility=hidden. */
-#define __shared__ static thread_local __attribute__((unused))
+/* thread_local alone: at block scope it implies static storage, and a user's
+ * own `static __shared__` (a common spelling) stays legal. */
+#define __shared__ thread_local __attribute__((unused))
 /* libstdc++ spells __attribute__((__noinline__)) in a few headers (<memory>
  * via shared_ptr_base.h), which this macro breaks, as CUDA's own does with
  * GCC 12; #undef __noinline__ before including such a header. */

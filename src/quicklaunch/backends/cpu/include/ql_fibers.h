@@ -145,6 +145,7 @@ struct block {
     lane *lanes;
     uint3 *tid;         /* this worker's threadIdx, reached without a TLS lookup */
     unsigned n, cur, alive, at_barrier, at_warp;
+    unsigned char waiting[32];  /* lanes of each warp at a warp function */
     barrier_kind bkind;
     context sched;
     void (*body)(void **);
@@ -266,6 +267,7 @@ QL_FN void resolve_group(block *b, unsigned w0, unsigned m) {
         if (m >> j & 1u) {
             L[j].st = RUNNABLE;
             --b->at_warp;
+            --b->waiting[w0 / 32];
         }
 }
 
@@ -308,7 +310,12 @@ QL_FN int resolve(block *b) {
                     if (L[q].st == AT_WARP && L[q].wop == OP_ACTIVEMASK && L[q].site == L[j].site)
                         m |= 1u << q;
                 for (unsigned q = 0; q < nl; ++q)
-                    if (m >> q & 1u) { L[q].result = m; L[q].st = RUNNABLE; --b->at_warp; }
+                    if (m >> q & 1u) {
+                        L[q].result = m;
+                        L[q].st = RUNNABLE;
+                        --b->at_warp;
+                        --b->waiting[w0 / 32];
+                    }
                 progress = 1;
                 continue;
             }
@@ -384,6 +391,7 @@ QL_FN int run_block(void (*body)(void **), void **params, unsigned bx, unsigned 
     b.alive = n;
     b.at_barrier = 0;
     b.at_warp = 0;
+    memset(b.waiting, 0, sizeof b.waiting);
     b.bkind = BAR_PLAIN;
     b.body = body;
     b.params = params;
@@ -442,6 +450,21 @@ QL_FN uint64_t warp_op(op o, unsigned mask, uint64_t value, int arg, int width,
     l.site = site;
     l.st = AT_WARP;
     ++b->at_warp;
+    const unsigned w0 = me & ~31u;
+    if (++b->waiting[w0 / 32] >= (unsigned)__builtin_popcount(mask) && o != OP_ACTIVEMASK) {
+        /* Possibly the last of its group to arrive: if every named lane is
+         * here with the same mask, complete the group now and go on. */
+        const lane *L = b->lanes + w0;
+        const unsigned nl = b->n - w0 < 32 ? b->n - w0 : 32;
+        int ready = 1;
+        for (unsigned q = 0; q < 32 && ready; ++q)
+            if (mask >> q & 1u)
+                ready = q < nl && L[q].st == AT_WARP && L[q].mask == mask;
+        if (ready) {
+            resolve_group(b, w0, mask);
+            return l.result;
+        }
+    }
     yield(b, me);
     return b->lanes[me].result;
 }

@@ -64,7 +64,8 @@ QL_FN int ql_launch_failed(void) {
 }
 
 /* assert() in device code: a LaunchError naming the kernel's thread, not
- * an abort() of the whole process. */
+ * an abort() of the whole process. `noexcept` callers (glibc's macro) reach
+ * it through __assert_fail below. */
 __attribute__((noreturn)) QL_FN void ql_assert_fail(const char *expr, const char *file,
                                                     unsigned line, const char *func) {
     ql_report(QL_CPU_ERROR_ASSERT,
@@ -82,11 +83,12 @@ __attribute__((noreturn)) QL_FN void __trap(void) {
     ql_abort_thread();
 }
 
-#undef assert
-#ifdef NDEBUG
-#define assert(e) ((void)0)
-#else
-#define assert(e) ((e) ? (void)0 : ql_assert_fail(#e, __FILE__, __LINE__, __func__))
-#endif
+/* glibc's assert() calls __assert_fail; a hidden definition here catches
+ * every call in this module, even after a user's own #include <assert.h>
+ * or <cassert> redefines the macro. */
+extern "C" __attribute__((visibility("hidden"), noreturn)) inline void __assert_fail(
+    const char *expr, const char *file, unsigned line, const char *func) noexcept {
+    ql_assert_fail(expr, file, line, func);
+}
 
 #endif
