@@ -8,18 +8,22 @@ Rows (median of repeats, all in this process):
   per-block sums    the same sums without barriers: one thread sums 256 floats (tier 1)
   warp shuffle      __shfl_down_sync reduction of the same sums (tier 2)
   matmul 1024^2     16x16 shared-memory tiled matmul (tier 2) against NumPy's BLAS
+                    (run with OPENBLAS_NUM_THREADS=1 unless set: idle OpenBLAS threads
+                    spin on the same two cores and slow the fibers down)
 Every kernel's result is checked against NumPy first.
 """
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
 from pathlib import Path
 
-import numpy as np
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS threads spinning beside ours
+import numpy as np  # noqa: E402
 
-import quicklaunch as ql
+import quicklaunch as ql  # noqa: E402
 
 BARRIERS = r"""
 extern "C" __global__ void barriers(int *out, int n) {
@@ -93,10 +97,9 @@ def main() -> None:
     rng = np.random.default_rng(3)
     rows = {}
 
-    out = np.zeros(2, np.int32)
-    n_bar = 2000
-    t = median_s(lambda: fibers.barriers[2, 256](out, n_bar), 5)
-    # two blocks run in parallel on two workers: time / (threads per block * barriers)
+    out = np.zeros(1, np.int32)
+    n_bar = 4000
+    t = median_s(lambda: fibers.barriers[1, 256](out, n_bar), 5)
     rows["fiber switch (ns per thread per barrier)"] = t / (256 * n_bar) * 1e9
 
     n = 1 << 22

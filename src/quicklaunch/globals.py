@@ -35,12 +35,14 @@ def _declared(source: str, name: str):
     short = name.rsplit("::", 1)[-1]
     pattern = (r"(?:__device__|__constant__|__managed__)(?:\s+(?:__device__|__constant__|"
                r"static|const|volatile))*\s+([A-Za-z_][\w ]*?)\s+" + re.escape(short) +
-               r"\s*((?:\[\s*\d+\s*\]\s*)*)[;=]")
+               r"\s*((?:\[[^\]]*\]\s*)*)[;=]")
     m = re.search(pattern, strip_comments(source))
     if not m:
         return None, None
     ctype = " ".join(m.group(1).split())
-    dims = tuple(int(d) for d in re.findall(r"\d+", m.group(2)))
+    sizes = re.findall(r"\[([^\]]*)\]", m.group(2))
+    # Literal sizes give the shape; sizes spelled with macros give a flat one.
+    dims = tuple(int(d) for d in sizes) if all(d.strip().isdigit() for d in sizes) else ()
     dtype = _DTYPES.get(ctype)
     return (np.dtype(dtype), dims) if dtype else (None, None)
 
