@@ -72,6 +72,20 @@ template <unsigned... I> struct seq {};
 template <unsigned N, unsigned... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
 template <unsigned... I> struct make_seq<0, I...> { typedef seq<I...> type; };
 
+// blockIdx of linear block b (x fastest).
+static inline void set_block(uint64_t b, uint64_t gx, uint64_t gy) {
+    blockIdx.x = (unsigned)(b % gx);
+    blockIdx.y = (unsigned)((b / gx) % gy);
+    blockIdx.z = (unsigned)(b / (gx * gy));
+}
+
+// gridDim and blockDim of a launch, and its dynamic shared memory.
+static inline void set_launch(const ql_cpu_dims *d) {
+    gridDim = dim3(d->grid[0], d->grid[1], d->grid[2]);
+    blockDim = dim3(d->block[0], d->block[1], d->block[2]);
+    __ql_dyn_shared = d->shared_bytes ? ql_dynamic_shared_arena(d->shared_bytes) : 0;
+}
+
 template <class Fn, Fn F> struct entry;
 
 template <class... A, void (*F)(A...)>
@@ -105,15 +119,10 @@ struct entry<void (*)(A...), F> {
     // passed by value, so the inlined kernel body sees loop invariants.
     static void loop(const ql_cpu_dims *d, uint64_t first, uint64_t last, A... a) {
         const unsigned bx = d->block[0], by = d->block[1], bz = d->block[2];
-        const uint64_t gx = d->grid[0], gy = d->grid[1];
-        gridDim = dim3(d->grid[0], d->grid[1], d->grid[2]);
-        blockDim = dim3(bx, by, bz);
-        __ql_dyn_shared = d->shared_bytes ? ql_dynamic_shared_arena(d->shared_bytes) : 0;
+        set_launch(d);
         for (uint64_t b = first; b < last; ++b) {
             if (ql_launch_failed()) return;
-            blockIdx.x = (unsigned)(b % gx);
-            blockIdx.y = (unsigned)((b / gx) % gy);
-            blockIdx.z = (unsigned)(b / (gx * gy));
+            set_block(b, d->grid[0], d->grid[1]);
 #ifndef QL_DEBUG
             // Common widths get a specialised row when the global x index
             // of this block fits an int (true for any realistic launch). The
@@ -170,17 +179,11 @@ struct entry<void (*)(A...), F> {
 
     static void run_fibers(void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
         ql_launch_dims = d;
-        const unsigned bx = d->block[0], by = d->block[1], bz = d->block[2];
-        const uint64_t gx = d->grid[0], gy = d->grid[1];
-        gridDim = dim3(d->grid[0], d->grid[1], d->grid[2]);
-        blockDim = dim3(bx, by, bz);
-        __ql_dyn_shared = d->shared_bytes ? ql_dynamic_shared_arena(d->shared_bytes) : 0;
+        set_launch(d);
         for (uint64_t b = first; b < last; ++b) {
             if (ql_launch_failed()) return;
-            blockIdx.x = (unsigned)(b % gx);
-            blockIdx.y = (unsigned)((b / gx) % gy);
-            blockIdx.z = (unsigned)(b / (gx * gy));
-            if (ql_fiber::run_block(body, p, bx, by, bz) < 0) return;
+            set_block(b, d->grid[0], d->grid[1]);
+            if (ql_fiber::run_block(body, p, d->block[0], d->block[1], d->block[2]) < 0) return;
         }
     }
 #endif
