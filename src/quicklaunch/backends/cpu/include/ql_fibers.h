@@ -565,6 +565,14 @@ QL_REDUCE(__reduce_or_sync, OP_OR, unsigned)
 QL_REDUCE(__reduce_xor_sync, OP_XOR, unsigned)
 #undef QL_REDUCE
 
+/* A spin-wait's pause: the calling thread stays runnable and the block's
+ * other threads get to run (a thread waiting on another's store would
+ * otherwise spin forever: fibers switch only where the code lets them). */
+QL_FN void __nanosleep(unsigned int) {
+    ql_fiber::block *b = ql_fiber::current;
+    ql_fiber::yield(b, b->cur);
+}
+
 /* The pre-CUDA-9 forms, over the lanes converged at the call. */
 template <class T> QL_FN T __shfl(T v, int src, int width = 32) {
     return __shfl_sync(__activemask(), v, src, width);

@@ -433,10 +433,11 @@ QL_FN long long clock64(void) {
 }
 QL_FN clock_t ql_clock(void) { return (clock_t)clock64(); }
 #define clock ql_clock
+#ifndef QL_TIER2 /* with fibers, __nanosleep lets the block's other threads run */
 QL_FN void __nanosleep(unsigned int ns) {
     struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
     nanosleep(&ts, 0);
 }
-/* A device trap aborts the kernel; on the CPU it stops the process. */
+#endif
 
 #endif /* QL_MATH_H */
