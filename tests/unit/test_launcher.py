@@ -15,7 +15,6 @@ import threading
 import tracemalloc
 import weakref
 from fractions import Fraction
-from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -26,8 +25,7 @@ from quicklaunch import _launch
 # ----------------------------------------------------------------- helpers
 
 from .recording_backend import (BF16, BOOL, CPTR, F16, F32, F64, I8, I16, I32, I64,  # noqa: E402
-                                LIMITS, NATURAL, PTR, STRUCT, U8, U16, U32, U64, Call, Core,
-                                Recorder, make_kernel)
+                                NATURAL, PTR, STRUCT, U8, U16, U32, U64, make_kernel)
 
 _single = {}
 
