@@ -159,3 +159,21 @@ def test_options_reach_the_scan(cpu):
     """
     assert ql.compile(source, device=cpu).kernels == ["base"]
     assert ql.compile(source, device=cpu, options=["-DWITH_EXTRA"]).kernels == ["extra", "base"]
+
+
+def test_system_macros_on_a_kernel_line(cpu):
+    # assert and INFINITY come from system headers; their expansions split a
+    # line in the preprocessor's output, which must not lose the kernel.
+    source = ('#include <assert.h>\n#include <math.h>\n'
+              'extern "C" __global__ void checked(int *x) { assert(x[0] == 1); x[1] = 2; }\n'
+              'extern "C" __global__ void inf(float *x) { x[0] = INFINITY; }\n')
+    mod = ql.compile(source, device=cpu)
+    assert mod.kernels == ["checked", "inf"]
+    x = np.array([1, 0], np.int32)
+    mod.checked[1, 1](x)
+    assert x[1] == 2
+    with pytest.raises(ql.LaunchError, match=r"device-side assert failed: x\[0\] == 1"):
+        mod.checked[1, 1](np.zeros(2, np.int32))
+    f = np.zeros(1, np.float32)
+    mod.inf[1, 1](f)
+    assert np.isinf(f[0])

@@ -19,7 +19,7 @@ from ...errors import CompileError
 from ...signature import KernelDecl, normalize_name, strip_comments
 from . import loader, scan, toolchain
 
-FORMAT = "cpu-module-4"
+FORMAT = "cpu-module-5"
 # Names the scan can find that the CPU device refuses, with a CompileError.
 UNSUPPORTED = frozenset({"this_grid", "coalesced_threads"})
 _lock = threading.Lock()
@@ -168,7 +168,7 @@ def _load_cached(key: str) -> Built | None:
 
 
 def _build(key, source, options, name_expressions, debug, origin, filename) -> Built:
-    decls, features, _ = scan.scan(source, options, filename, origin)
+    decls, features, text = scan.scan(source, options, filename, origin)
     unsupported = sorted(set(features) & UNSUPPORTED)
     if unsupported:
         raise CompileError(
@@ -187,8 +187,10 @@ def _build(key, source, options, name_expressions, debug, origin, filename) -> B
             "templates": sorted({d.name for d in decls if d.template is not None}),
             "tier": tier}
     tu = translation_unit(source, exprs, filename)
-    data = _compile(tu, options, debug, source, origin, filename, key,
-                    ("-DQL_TIER2=1",) if tier == 2 else ())
+    defines = ("-DQL_TIER2=1",) if tier == 2 else ()
+    if re.search(r"\b(assert|__assert_fail|ql_assert_fail|__trap)\b", strip_comments(text)):
+        defines += ("-DQL_ABORTS=1",)  # tier 1 then sets up a way to stop a thread
+    data = _compile(tu, options, debug, source, origin, filename, key, defines)
     path = _cache.put("cpu", key, ".so", data)
     _cache.put("cpu", key, ".json", json.dumps(meta).encode())
     try:

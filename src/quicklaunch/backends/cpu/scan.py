@@ -22,26 +22,37 @@ _MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d)*)\s*$')
 
 def user_text(preprocessed: str, filename: str) -> str:
     """The preprocessed lines from the user's files: the main file's lines at
-    their own line numbers, lines of the user's other headers after them."""
-    main: dict[int, str] = {}
-    others: list[str] = []
-    current, line, keep = "", 0, False
+    their own line numbers, lines of the user's other headers after them.
+
+    A macro from a system header expanded on a user's line (assert, INFINITY)
+    splits that line into fragments with line markers flagged 3; the
+    fragments of one line are joined again. A file is a system header when it
+    is entered (flag 1) with flag 3; the shim's own headers are recognised by
+    their directory."""
+    lines: dict[str, dict[int, str]] = {}
+    system: set[str] = set()
     include = str(toolchain.INCLUDE_DIR)
+    current, line, keep = "", 0, False
     for text in preprocessed.splitlines():
         m = _MARKER.match(text)
         if m:
             line, current = int(m.group(1)), m.group(2)
             flags = m.group(3).split()
-            keep = "3" not in flags and not current.startswith(("<", include))
+            if "1" in flags and "3" in flags:
+                system.add(current)
+            keep = current not in system and not current.startswith(("<", include))
             continue
         if keep:
-            if current == filename:
-                main[line] = text
-            else:
-                others.append(text)
+            per_file = lines.setdefault(current, {})
+            joined = per_file.get(line)
+            per_file[line] = text if joined is None else joined + " " + text.strip()
         line += 1
+    main = lines.pop(filename, {})
     size = max(main, default=0)
-    return "\n".join(main.get(i, "") for i in range(1, size + 1)) + "\n" + "\n".join(others)
+    out = [main.get(i, "") for i in range(1, size + 1)]
+    for per_file in lines.values():
+        out.extend(per_file[k] for k in sorted(per_file))
+    return "\n".join(out) + "\n"
 
 
 def scan(source: str, options: tuple[str, ...], filename: str, origin: str

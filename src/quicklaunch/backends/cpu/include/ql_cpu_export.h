@@ -79,11 +79,18 @@ static inline void set_block(uint64_t b, uint64_t gx, uint64_t gy) {
     blockIdx.z = (unsigned)(b / (gx * gy));
 }
 
-// gridDim and blockDim of a launch, and its dynamic shared memory.
+// gridDim and blockDim of a launch, and its dynamic shared memory (a
+// launch without any leaves the pointer alone: one TLS store fewer).
 static inline void set_launch(const ql_cpu_dims *d) {
     gridDim = dim3(d->grid[0], d->grid[1], d->grid[2]);
     blockDim = dim3(d->block[0], d->block[1], d->block[2]);
-    __ql_dyn_shared = d->shared_bytes ? ql_dynamic_shared_arena(d->shared_bytes) : 0;
+    if (d->shared_bytes) __ql_dyn_shared = ql_dynamic_shared_arena(d->shared_bytes);
+}
+
+// Whether the launch has failed (another block's assert): read through the
+// launch's own record, not thread-local state.
+static inline bool failed(const ql_cpu_dims *d) {
+    return __atomic_load_n(&d->error->code, __ATOMIC_RELAXED) != 0;
 }
 
 template <class Fn, Fn F> struct entry;
@@ -121,7 +128,7 @@ struct entry<void (*)(A...), F> {
         const unsigned bx = d->block[0], by = d->block[1], bz = d->block[2];
         set_launch(d);
         for (uint64_t b = first; b < last; ++b) {
-            if (ql_launch_failed()) return;
+            if (failed(d)) return;
             set_block(b, d->grid[0], d->grid[1]);
 #ifndef QL_DEBUG
             // Common widths get a specialised row when the global x index
@@ -160,13 +167,19 @@ struct entry<void (*)(A...), F> {
         loop(d, first, last, *static_cast<typename strip_ref<A>::type *>(p[I])...);
     }
 
-    // Tier 1: blocks [first, last). A failed assert longjmps back here.
+    // Tier 1: blocks [first, last). In a module that can stop a thread
+    // (assert, __trap: QL_ABORTS), a failure longjmps back here; other
+    // modules pay for none of it.
     static void run(void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
+#ifdef QL_ABORTS
         ql_launch_dims = d;
         jmp_buf abort_to;
         ql_tier1_abort = &abort_to;
         if (setjmp(abort_to) == 0) unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
         ql_tier1_abort = 0;
+#else
+        unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
+#endif
     }
 
 #ifdef QL_TIER2
@@ -181,7 +194,7 @@ struct entry<void (*)(A...), F> {
         ql_launch_dims = d;
         set_launch(d);
         for (uint64_t b = first; b < last; ++b) {
-            if (ql_launch_failed()) return;
+            if (failed(d)) return;
             set_block(b, d->grid[0], d->grid[1]);
             if (ql_fiber::run_block(body, p, d->block[0], d->block[1], d->block[2]) < 0) return;
         }
