@@ -131,9 +131,10 @@ static int parse_stream(KernelCore *k, PyObject *o, void **out) {
 }
 
 static int wants_gil_release(KernelCore *k, const uint32_t *grid, const uint32_t *block) {
-    uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2];
+    uint64_t blocks = (uint64_t)grid[0] * grid[1] * grid[2], threads;
     uint64_t per_block = (uint64_t)block[0] * block[1] * block[2];
-    return blocks > k->inline_threads / per_block; /* the product may exceed 2**64 */
+    if (__builtin_mul_overflow(blocks, per_block, &threads)) return 1; /* > 2**64 */
+    return threads > k->inline_threads;
 }
 
 /* Validates a configuration and returns the launch function bound to it. */

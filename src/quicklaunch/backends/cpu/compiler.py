@@ -19,7 +19,7 @@ from ...errors import CompileError
 from ...signature import KernelDecl, normalize_name, strip_comments
 from . import loader, scan, toolchain
 
-FORMAT = "cpu-module-5"
+FORMAT = "cpu-module-6"
 # Names the scan can find that the CPU device refuses, with a CompileError.
 UNSUPPORTED = frozenset({"this_grid", "coalesced_threads"})
 _lock = threading.Lock()

@@ -303,9 +303,11 @@ QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
     err.code = err.ready = 0;
     ql_cpu_dims d = {{gx, gy, gz}, {bx, by, bz}, shared_bytes, 0, &err};
     uint64_t nblocks = (uint64_t)gx * gy * gz;
-    uint64_t per_block = (uint64_t)bx * by * bz;
-    /* nblocks * per_block can exceed 2**64; compare without multiplying. */
-    if (nblocks == 1 || nblocks <= ql_cpu_inline_threads / per_block)
+    uint64_t per_block = (uint64_t)bx * by * bz, threads;
+    /* nblocks * per_block can exceed 2**64 (saturate); no division here:
+     * it would cost more than the rest of a small launch. */
+    if (__builtin_mul_overflow(nblocks, per_block, &threads)) threads = UINT64_MAX;
+    if (nblocks == 1 || threads <= ql_cpu_inline_threads)
         run_inline(k, params, &d, nblocks);
     else
         run_pooled(k, params, &d, nblocks);

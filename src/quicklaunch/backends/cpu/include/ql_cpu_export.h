@@ -161,9 +161,14 @@ struct entry<void (*)(A...), F> {
         }
     }
 
+#ifdef QL_ABORTS
+#define QL_UNPACK_INLINE __attribute__((noinline)) /* kept out of the setjmp frame */
+#else
+#define QL_UNPACK_INLINE inline __attribute__((always_inline))
+#endif
     template <unsigned... I>
-    static __attribute__((noinline)) void unpack(seq<I...>, void **p, const ql_cpu_dims *d,
-                                                 uint64_t first, uint64_t last) {
+    static QL_UNPACK_INLINE void unpack(seq<I...>, void **p, const ql_cpu_dims *d,
+                                        uint64_t first, uint64_t last) {
         loop(d, first, last, *static_cast<typename strip_ref<A>::type *>(p[I])...);
     }
 
