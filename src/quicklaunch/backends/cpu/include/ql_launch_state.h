@@ -69,7 +69,7 @@ QL_FN int ql_launch_failed(void) {
 __attribute__((noreturn)) QL_FN void ql_assert_fail(const char *expr, const char *file,
                                                     unsigned line, const char *func) {
     ql_report(QL_CPU_ERROR_ASSERT,
-              "device-side assert failed: %s at %s:%u in %s(), block (%u, %u, %u), "
+              "device-side assert failed: %s at %s:%u in %s, block (%u, %u, %u), "
               "thread (%u, %u, %u)", expr, file, line, func, blockIdx.x, blockIdx.y,
               blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
     ql_abort_thread();
