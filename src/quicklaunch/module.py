@@ -12,7 +12,7 @@ from typing import NamedTuple
 from . import _launch
 from .devices import Device, device as get_device
 from .errors import CompileError, QuicklaunchError
-from .signature import KernelDecl, SignatureError, normalize_name, parse_kernels
+from .signature import normalize_name
 
 __all__ = ["compile", "Module", "Kernel", "Param", "KernelNotFoundError"]
 
@@ -189,16 +189,6 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
     raise CompileError(f"no compiler for device {dev.name}")
 
 
-def _source_params(source: str) -> dict[str, KernelDecl]:
-    """Kernels as spelled in the source (macros unexpanded: "REAL *"), for
-    nicer C type text; the preprocessed scan is the authority on which
-    kernels exist, so a source this cannot read is no error."""
-    try:
-        return {d.name: d for d in parse_kernels(source)}
-    except SignatureError:
-        return {}
-
-
 def _compile_cpu(dev, source, options, name_expressions, debug, origin) -> Module:
     from .backends.cpu import compiler, runtime
     exprs = tuple(" ".join(e.split()) for e in name_expressions)
@@ -207,7 +197,6 @@ def _compile_cpu(dev, source, options, name_expressions, debug, origin) -> Modul
     mod._library = built.library
     mod._path = built.path
     mod._templates = set(built.meta["templates"])
-    spelled = _source_params(source)
     entry, inline, hook = runtime.launch_entry(), runtime.inline_threads(), runtime.error_hook
     for lk in built.kernels:
         names = built.meta["params"].get(lk.expr)
@@ -216,9 +205,6 @@ def _compile_cpu(dev, source, options, name_expressions, debug, origin) -> Modul
                 f"kernel '{lk.expr}': the compiler reports {len(lk.params)} parameters but "
                 f"the source declares {len(names) if names else 'no such kernel'}"
                 f"{origin}", source=source, options=options)
-        decl = spelled.get(lk.expr.split("<")[0])
-        if decl is not None and len(decl.params) == len(names):
-            names = [[p.name, p.ctype] for p in decl.params]
         params = tuple(Param(name, ctype, size, align, KIND_NAMES.get(kind, "?"))
                        for (name, ctype), (size, align, kind) in zip(names, lk.params))
         codes = bytes(kind for _, _, kind in lk.params)

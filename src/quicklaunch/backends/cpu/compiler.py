@@ -16,10 +16,11 @@ from pathlib import Path
 
 from ... import cache as cache_mod
 from ...errors import CompileError
-from ...signature import KernelDecl, normalize_name, strip_comments
+from ...signature import (KernelDecl, SignatureError, normalize_name, parse_kernels,
+                          strip_comments)
 from . import loader, scan, toolchain
 
-FORMAT = "cpu-module-6"
+FORMAT = "cpu-module-7"
 # Names the scan can find that the CPU device refuses, with a CompileError.
 UNSUPPORTED = frozenset({"this_grid", "coalesced_threads"})
 _lock = threading.Lock()
@@ -126,12 +127,27 @@ def compile_error(what: str, log: str, source: str, options, command, origin: st
                         command=tuple(command))
 
 
-def _params_of(decls: list[KernelDecl], expr: str) -> list[list[str]] | None:
+def _params_of(decls: list[KernelDecl], spelled: dict[str, KernelDecl],
+               expr: str) -> list[list[str]] | None:
+    """[name, C type] per parameter: as spelled in the source when the raw
+    text could be read ("REAL *"), else as the preprocessor left it."""
     base = expr.split("<")[0].strip()
     for d in decls:
         if d.name == base:
-            return [[p.name, p.ctype] for p in d.params]
+            raw = spelled.get(base)
+            use = raw if raw is not None and len(raw.params) == len(d.params) else d
+            return [[p.name, p.ctype] for p in use.params]
     return None
+
+
+def _spelled(source: str) -> dict[str, KernelDecl]:
+    """Kernels as written (macros unexpanded), for nicer C type text; the
+    preprocessed scan decides which kernels exist, so a source this cannot
+    read is no error."""
+    try:
+        return {d.name: d for d in parse_kernels(source)}
+    except SignatureError:
+        return {}
 
 
 def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ...],
@@ -183,7 +199,8 @@ def _build(key, source, options, name_expressions, debug, origin, filename) -> B
                                f"a kernel takes values and pointers (pass a pointer){origin}",
                                source=source, options=options)
     exprs = kernel_expressions(decls, name_expressions)
-    meta = {"params": {e: _params_of(decls, e) for e in exprs},
+    spelled = _spelled(source)
+    meta = {"params": {e: _params_of(decls, spelled, e) for e in exprs},
             "templates": sorted({d.name for d in decls if d.template is not None}),
             "tier": tier}
     tu = translation_unit(source, exprs, filename)
