@@ -74,6 +74,35 @@ class Kernel(_launch.KernelCore):
         return f"<quicklaunch.Kernel {self.name}({sig}) on {self.device.name}>"
 
 
+class DebugKernel(Kernel):
+    """A kernel of a debug build: every launch goes through a Python function
+    named after the kernel (see quicklaunch.debug)."""
+
+    def _stub(self, run):
+        from .debug import make_stub, python_location
+        file, line = python_location(self.module.source, *self.module._origin,
+                                     self._source_line)
+        return make_stub(self, run, file, line)
+
+    def __getitem__(self, config):
+        stubs = self.__dict__.setdefault("_stubs", {})
+        try:
+            return stubs[config]
+        except (KeyError, TypeError):
+            stub = self._stub(super().__getitem__(config))
+        try:
+            stubs[config] = stub
+        except TypeError:
+            pass  # an unhashable stream object: not cached
+        return stub
+
+    def configure(self, grid, block, shared_mem=0, stream=None):
+        return self._stub(super().configure(grid, block, shared_mem, stream))
+
+    def launch(self, grid, block, *args, shared_mem=0, stream=None):
+        return self.configure(grid, block, shared_mem, stream)(*args)
+
+
 class Module:
     """Kernels compiled together from one source, for one device."""
 
@@ -84,6 +113,8 @@ class Module:
         self._kernels: dict[str, Kernel] = {}
         self._aliases: dict[str, str] = {}
         self._templates: set[str] = set()
+        self._origin = ("<unknown>", 0)  # where ql.compile was called
+        self.debug = False
         self._library = None   # keeps the shared object loaded
         self._path = None      # the shared object's file
 
@@ -185,7 +216,9 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
     file, line = _origin()
     origin = f" (ql.compile called at {file}:{line})"
     if dev.kind == "cpu":
-        return _compile_cpu(dev, source, options, name_expressions, bool(debug), origin)
+        mod = _compile_cpu(dev, source, options, name_expressions, bool(debug), origin)
+        mod._origin = (file, line)
+        return mod
     raise CompileError(f"no compiler for device {dev.name}")
 
 
@@ -194,6 +227,7 @@ def _compile_cpu(dev, source, options, name_expressions, debug, origin) -> Modul
     exprs = tuple(" ".join(e.split()) for e in name_expressions)
     built = compiler.build(source, options, exprs, debug, origin)
     mod = Module(dev, source, options)
+    mod.debug = debug
     mod._library = built.library
     mod._path = built.path
     mod._templates = set(built.meta["templates"])
@@ -213,8 +247,10 @@ def _compile_cpu(dev, source, options, name_expressions, debug, origin) -> Modul
             raise CompileError(f"kernel '{lk.expr}': parameter(s) {bad} are references; a "
                                f"kernel takes values and pointers{origin}", source=source,
                                options=options)
-        k = Kernel(mod, lk.expr, lk.symbol or lk.expr, params, codes, lk.handle, entry,
-                   inline, hook)
+        cls = DebugKernel if debug else Kernel
+        k = cls(mod, lk.expr, lk.symbol or lk.expr, params, codes, lk.handle, entry, inline,
+                hook)
+        k._source_line = built.meta.get("lines", {}).get(lk.expr, 1)
         mod._kernels[lk.expr] = k
         if normalize_name(lk.expr) != lk.expr:
             mod._aliases[normalize_name(lk.expr)] = lk.expr

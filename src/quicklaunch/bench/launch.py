@@ -6,6 +6,8 @@ Rows (ns per launch, median of repeats):
   indexed      k[grid, block](*args)
   configured   run = k.configure(grid, block); run(*args)
   direct       k.launch(grid, block, *args)
+  debug stub   a debug build's configured launch: a Python function named after
+               the kernel, then the same C path
   C baseline   C loop calling the backend's launch entry, prebuilt parameters
   C-ext floor  a METH_FASTCALL function that takes the args and does nothing
   python loop  an empty Python for-loop step (included in every Python row)
@@ -60,12 +62,14 @@ def _c_params(kernel, args):
     return block, holders
 
 
-ROWS = ("python loop", "C-ext floor", "C baseline", "indexed", "configured", "direct")
+ROWS = ("python loop", "C-ext floor", "C baseline", "indexed", "configured", "direct",
+        "debug stub")
 
 
-def _timers(mod, n: int, lib, entry: int) -> dict:
+def _timers(mod, dbg, n: int, lib, entry: int) -> dict:
     """{row: fn(iters) -> ns per launch} for the kernel with n parameters."""
     k = mod.get_kernel(f"empty{n}")
+    stub = dbg.get_kernel(f"empty{n}").configure(1, 1)
     args = _args(n)
     run = k.configure(1, 1)
     floor = _floor.nothing
@@ -92,6 +96,10 @@ def _timers(mod, n: int, lib, entry: int) -> dict:
         def loop_direct(it):
             for _ in range(it):
                 k.launch(1, 1, a, x, y, m)
+
+        def loop_debug(it):
+            for _ in range(it):
+                stub(a, x, y, m)
     else:
         a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w = args
 
@@ -111,6 +119,10 @@ def _timers(mod, n: int, lib, entry: int) -> dict:
             for _ in range(it):
                 k.launch(1, 1, a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w)
 
+        def loop_debug(it):
+            for _ in range(it):
+                stub(a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w)
+
     block, holders = _c_params(k, args)
 
     def c_baseline(it):
@@ -126,7 +138,8 @@ def _timers(mod, n: int, lib, entry: int) -> dict:
 
     return {"python loop": timed(loop_empty), "C-ext floor": timed(loop_floor),
             "C baseline": c_baseline, "indexed": timed(loop_indexed),
-            "configured": timed(loop_configured), "direct": timed(loop_direct)}
+            "configured": timed(loop_configured), "direct": timed(loop_direct),
+            "debug stub": timed(loop_debug)}
 
 
 def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None) -> dict:
@@ -135,10 +148,11 @@ def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None) 
     noisy machine hit every row alike."""
     dev = ql.device(device)
     mod = ql.compile(SOURCE, device=dev)
+    dbg = ql.compile(SOURCE, device=dev, debug=True)
     lib = baseline_library()
     from ..backends.cpu import runtime
     entry = runtime.launch_entry()
-    timers = {n: _timers(mod, n, lib, entry) for n in (4, 16)}
+    timers = {n: _timers(mod, dbg, n, lib, entry) for n in (4, 16)}
     for per_n in timers.values():          # warm up every path once
         for fn in per_n.values():
             fn(max(iters // 10, 1))
@@ -163,7 +177,8 @@ def table(result: dict) -> str:
     out = [f"launch overhead on {result['device']}: ns per launch, median of "
            f"{result['repeats']} x {result['iters']} launches",
            f"{'path':<13}{'4 params':>10}{'16 params':>11}{'- C (4)':>10}{'/ floor (4)':>13}"]
-    for name in ("indexed", "configured", "direct", "C baseline", "C-ext floor", "python loop"):
+    for name in ("indexed", "configured", "direct", "debug stub", "C baseline", "C-ext floor",
+                 "python loop"):
         r = rows[name]
         out.append(f"{name:<13}{r[4]:>10.1f}{r[16]:>11.1f}{r[4] - base[4]:>+10.1f}"
                    f"{r[4] / floor[4]:>12.2f}x")

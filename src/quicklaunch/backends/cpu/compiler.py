@@ -20,7 +20,7 @@ from ...signature import (KernelDecl, SignatureError, normalize_name, parse_kern
                           strip_comments)
 from . import loader, scan, toolchain
 
-FORMAT = "cpu-module-7"
+FORMAT = "cpu-module-8"
 # Names the scan can find that the CPU device refuses, with a CompileError.
 UNSUPPORTED = frozenset({"this_grid", "coalesced_threads"})
 _lock = threading.Lock()
@@ -200,7 +200,9 @@ def _build(key, source, options, name_expressions, debug, origin, filename) -> B
                                source=source, options=options)
     exprs = kernel_expressions(decls, name_expressions)
     spelled = _spelled(source)
+    lines = {d.name: d.line for d in decls}
     meta = {"params": {e: _params_of(decls, spelled, e) for e in exprs},
+            "lines": {e: lines.get(e.split("<")[0].strip(), 1) for e in exprs},
             "templates": sorted({d.name for d in decls if d.template is not None}),
             "tier": tier}
     tu = translation_unit(source, exprs, filename)
