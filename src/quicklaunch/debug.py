@@ -14,7 +14,7 @@ import keyword
 import linecache
 import re
 
-__all__ = ["make_stub", "python_location"]
+__all__ = ["make_stub", "python_location", "source_start"]
 
 
 def _identifier(name: str, taken: set[str]) -> str:
@@ -50,21 +50,24 @@ def make_stub(kernel, run, filename: str, line: int):
     return stub
 
 
-def python_location(source: str, file: str, call_line: int, kernel_line: int) -> tuple[str, int]:
-    """The file and line of a kernel inside the Python file that holds the
-    source string: the source's first line is looked for in the file (at or
-    before the ql.compile call); without it, the call line is used."""
-    lines = [ln for ln in source.splitlines() if ln.strip()]
-    if not lines or not file or file.startswith("<"):
-        return file, call_line
-    first = lines[0].strip()
+def source_start(source: str, file: str, call_line: int) -> int | None:
+    """The line of the Python file where the source string's line 1 sits:
+    its first non-empty line is looked for in the file (the last match at or
+    before the ql.compile call); None when it cannot be found."""
+    lines = source.splitlines()
+    first = next((i for i, ln in enumerate(lines) if ln.strip()), None)
+    if first is None or not file or file.startswith("<"):
+        return None
+    wanted = lines[first].strip()
     text = linecache.getlines(file)
-    starts = [i + 1 for i, ln in enumerate(text) if ln.strip() == first or
-              ln.rstrip().endswith(first)]
+    starts = [i + 1 for i, ln in enumerate(text)
+              if ln.strip() == wanted or ln.rstrip().endswith(wanted)]
     before = [s for s in starts if s <= call_line] or starts
-    if not before:
-        return file, call_line
-    start = before[-1]
-    # The source's first non-empty line sits at `start`; count from there.
-    offset = next((i for i, ln in enumerate(source.splitlines()) if ln.strip()), 0)
-    return file, start - offset + kernel_line - 1
+    return before[-1] - first if before else None
+
+
+def python_location(source: str, file: str, call_line: int, kernel_line: int) -> tuple[str, int]:
+    """The file and line of a kernel's declaration inside the Python file
+    that holds the source; the ql.compile call when that is not found."""
+    start = source_start(source, file, call_line)
+    return (file, call_line) if start is None else (file, start + kernel_line - 1)

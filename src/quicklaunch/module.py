@@ -216,16 +216,23 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
     file, line = _origin()
     origin = f" (ql.compile called at {file}:{line})"
     if dev.kind == "cpu":
-        mod = _compile_cpu(dev, source, options, name_expressions, bool(debug), origin)
+        where = ("kernel.cu", 1)
+        if debug:  # compiler messages and gdb lines point into the Python file
+            from .debug import source_start
+            start = source_start(source, file, line)
+            if start is not None:
+                where = (file, start)
+        mod = _compile_cpu(dev, source, options, name_expressions, bool(debug), origin, where)
         mod._origin = (file, line)
         return mod
     raise CompileError(f"no compiler for device {dev.name}")
 
 
-def _compile_cpu(dev, source, options, name_expressions, debug, origin) -> Module:
+def _compile_cpu(dev, source, options, name_expressions, debug, origin,
+                 where=("kernel.cu", 1)) -> Module:
     from .backends.cpu import compiler, runtime
     exprs = tuple(" ".join(e.split()) for e in name_expressions)
-    built = compiler.build(source, options, exprs, debug, origin)
+    built = compiler.build(source, options, exprs, debug, origin, *where)
     mod = Module(dev, source, options)
     mod.debug = debug
     mod._library = built.library

@@ -63,7 +63,7 @@ def _in_function(code: str, pos: int) -> bool:
     return False
 
 
-def rewrite_extern_shared(source: str, filename: str) -> str:
+def rewrite_extern_shared(source: str, filename: str, first_line: int = 1) -> str:
     """`extern __shared__ T name[];` points into this block's dynamic shared
     memory arena, so user code compiles unmodified: in a function it becomes
     a local `T *const name`, at namespace scope a macro (the #line after it
@@ -75,7 +75,7 @@ def rewrite_extern_shared(source: str, filename: str) -> str:
         name = m.group("name")
         if _in_function(code, m.start()):
             return f"{ctype} *const {name} = reinterpret_cast<{ctype} *>(__ql_dyn_shared);"
-        line = source.count("\n", 0, m.start()) + 1
+        line = source.count("\n", 0, m.start()) + first_line
         return (f"\n#define {name} (reinterpret_cast<{ctype} *>(__ql_dyn_shared))\n"
                 f'#line {line} "{filename}"\n')
 
@@ -88,12 +88,12 @@ def rewrite_extern_shared(source: str, filename: str) -> str:
     return "".join(out)
 
 
-def translation_unit(source: str, exprs: list[str], filename: str) -> str:
+def translation_unit(source: str, exprs: list[str], filename: str, first_line: int = 1) -> str:
     """The C++ the host compiler sees: shim, the user's source with line
     numbers of its own, then one table row per kernel expression."""
     rows = "".join(f'QL_KERNEL("{e}", &{e})\n' for e in exprs)
-    return (f'#include "cuda_shim.h"\n#line 1 "{filename}"\n'
-            f'{rewrite_extern_shared(source, filename)}\n'
+    return (f'#include "cuda_shim.h"\n#line {first_line} "{filename}"\n'
+            f'{rewrite_extern_shared(source, filename, first_line)}\n'
             f'#line 1 "<quicklaunch kernel table>"\n#include "ql_cpu_export.h"\n'
             f"QL_MODULE_BEGIN\n{rows}QL_MODULE_END({len(exprs)})\n")
 
@@ -117,10 +117,11 @@ def _numbered(source: str) -> str:
 
 
 def compile_error(what: str, log: str, source: str, options, command, origin: str,
-                  filename: str) -> CompileError:
+                  filename: str, first_line: int = 1) -> CompileError:
     shown = log if len(log) <= _MAX_LOG else log[:_MAX_LOG] + "\n[... log truncated]"
     # Point at the user's lines: "kernel.cu:12:5: error" -> "line 12:5: error".
-    shown = re.sub(re.escape(filename) + r":(\d+):(\d+):", r"line \1:\2:", shown)
+    shown = re.sub(re.escape(filename) + r":(\d+):(\d+):",
+                   lambda m: f"line {int(m.group(1)) - first_line + 1}:{m.group(2)}:", shown)
     message = (f"{what}{origin}\n\ncompiler output:\n{shown}\n\nsource:\n{_numbered(source)}"
                f"\n\noptions: {list(options)}")
     return CompileError(message, log=log, source=source, options=tuple(options),
@@ -151,8 +152,11 @@ def _spelled(source: str) -> dict[str, KernelDecl]:
 
 
 def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ...],
-          debug: bool, origin: str = "", filename: str = "kernel.cu") -> Built:
-    """Compiles (or finds in the cache) and loads a module."""
+          debug: bool, origin: str = "", filename: str = "kernel.cu",
+          first_line: int = 1) -> Built:
+    """Compiles (or finds in the cache) and loads a module. `filename` and
+    `first_line` are where the source's line 1 is reported to be (debug
+    builds point them at the Python file holding the source string)."""
     for e in name_expressions:
         if '"' in e or "\\" in e or "\n" in e:
             raise CompileError(f"invalid name expression {e!r}", source=source,
@@ -161,12 +165,14 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
     command = toolchain.build_command(compiler, Path("module.cpp"), Path("module.so"),
                                       options, debug)
     key = cache_mod.cache_key(FORMAT, source, "\0".join(name_expressions), filename,
+                              str(first_line),
                               "\0".join(command), compiler.identity,
                               toolchain.headers_digest_material())
     with _lock:
         built = _loaded.get(key) or _load_cached(key)
         if built is None:
-            built = _build(key, source, options, name_expressions, debug, origin, filename)
+            built = _build(key, source, options, name_expressions, debug, origin, filename,
+                           first_line)
         _loaded[key] = built
         return built
 
@@ -183,8 +189,9 @@ def _load_cached(key: str) -> Built | None:
         return None   # unloadable entry: a miss, rebuilt by the caller
 
 
-def _build(key, source, options, name_expressions, debug, origin, filename) -> Built:
-    decls, features, text = scan.scan(source, options, filename, origin)
+def _build(key, source, options, name_expressions, debug, origin, filename,
+           first_line) -> Built:
+    decls, features, text = scan.scan(source, options, "kernel.cu", origin)
     unsupported = sorted(set(features) & UNSUPPORTED)
     if unsupported:
         raise CompileError(
@@ -205,11 +212,11 @@ def _build(key, source, options, name_expressions, debug, origin, filename) -> B
             "lines": {e: lines.get(e.split("<")[0].strip(), 1) for e in exprs},
             "templates": sorted({d.name for d in decls if d.template is not None}),
             "tier": tier}
-    tu = translation_unit(source, exprs, filename)
+    tu = translation_unit(source, exprs, filename, first_line)
     defines = ("-DQL_TIER2=1",) if tier == 2 else ()
     if re.search(r"\b(assert|__assert_fail|ql_assert_fail|__trap)\b", strip_comments(text)):
         defines += ("-DQL_ABORTS=1",)  # tier 1 then sets up a way to stop a thread
-    data = _compile(tu, options, debug, source, origin, filename, key, defines)
+    data = _compile(tu, options, debug, source, origin, filename, key, defines, first_line)
     path = _cache.put("cpu", key, ".so", data)
     _cache.put("cpu", key, ".json", json.dumps(meta).encode())
     try:
@@ -220,7 +227,8 @@ def _build(key, source, options, name_expressions, debug, origin, filename) -> B
     return Built(library, kernels, meta, str(path))
 
 
-def _compile(tu: str, options, debug, source, origin, filename, key, defines=()) -> bytes:
+def _compile(tu: str, options, debug, source, origin, filename, key, defines=(),
+             first_line=1) -> bytes:
     compiler = toolchain.find_compiler()
     with tempfile.TemporaryDirectory(prefix="quicklaunch-") as tmp:
         # Fixed names inside a private directory keep the output identical
@@ -231,5 +239,5 @@ def _compile(tu: str, options, debug, source, origin, filename, key, defines=())
         status, log = toolchain.run_compiler(command, Path(tmp))
         if status != 0 or not out.exists():
             raise compile_error("kernel source failed to compile for the CPU device",
-                                log, source, options, command, origin, filename)
+                                log, source, options, command, origin, filename, first_line)
         return out.read_bytes()
