@@ -9,8 +9,12 @@ from .errors import (CacheError, CompileError, CudaError, DeviceError, LaunchErr
                      QuicklaunchError)
 from .memory import Buffer, asarray, empty, zeros
 from .module import Kernel, KernelNotFoundError, Module, Param, compile
+from .trace import trace
 
 _launch._register_errors(LaunchError, LaunchTypeError, LaunchValueError, LaunchOverflowError)
+from .trace import _from_environment  # noqa: E402
+
+_from_environment()
 Launcher = _launch.Launcher
 
 __version__ = "0.1.0"
@@ -19,5 +23,5 @@ __all__ = [
     "compile", "Module", "Kernel", "Launcher", "Param", "device", "default_device", "Device",
     "Buffer", "empty", "zeros", "asarray", "QuicklaunchError", "CompileError", "LaunchError",
     "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
-    "DeviceError", "CudaError", "KernelNotFoundError", "__version__",
+    "DeviceError", "CudaError", "KernelNotFoundError", "trace", "__version__",
 ]

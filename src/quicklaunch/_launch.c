@@ -17,6 +17,7 @@
 #include <numpy/arrayobject.h>
 #include <numpy/arrayscalars.h>
 #include <float.h>
+#include <time.h>
 
 #include "_convert.h"
 #include "backends/cpu/include/ql_cpu_abi.h" /* the type codes */
@@ -352,6 +353,50 @@ static int backend_error(KernelCore *k, int status) {
     return -1;
 }
 
+/* ql.trace: a callable while a trace is recording, else NULL. Tracing off
+ * costs the launch one never-taken branch. */
+static PyObject *trace_hook;
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A launch while tracing: timed, then reported to the hook (whose errors
+ * are reported as unraisable: tracing never breaks a launch). */
+static __attribute__((noinline, cold)) int traced_launch(
+    KernelCore *k, const uint32_t *grid, const uint32_t *block, uint32_t shared, void *stream,
+    int release_gil, void **ptrs, PyObject *const *args, Py_ssize_t nargs) {
+    int status;
+    uint64_t t0 = now_ns();
+    if (release_gil) {
+        Py_BEGIN_ALLOW_THREADS
+        status = k->launch(k->func, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                           shared, stream, ptrs, NULL);
+        Py_END_ALLOW_THREADS
+    } else {
+        status = k->launch(k->func, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                           shared, stream, ptrs, NULL);
+    }
+    uint64_t t1 = now_ns();
+    PyObject *hook = trace_hook;
+    if (hook) {
+        Py_INCREF(hook);
+        PyObject *argt = PyTuple_New(nargs);
+        for (Py_ssize_t i = 0; argt && i < nargs; ++i)
+            PyTuple_SET_ITEM(argt, i, Py_NewRef(args[i]));
+        PyObject *r = argt ? PyObject_CallFunction(
+            hook, "O(III)(III)IKNKKi", (PyObject *)k, grid[0], grid[1], grid[2], block[0],
+            block[1], block[2], shared, (unsigned long long)(uintptr_t)stream, argt,
+            (unsigned long long)t0, (unsigned long long)(t1 - t0), status) : NULL;
+        if (!r) PyErr_WriteUnraisable(hook);
+        Py_XDECREF(r);
+        Py_DECREF(hook);
+    }
+    return status;
+}
+
 static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const uint32_t *grid, const uint32_t *block,
                      uint32_t shared, void *stream, int release_gil,
                      PyObject *const *args, Py_ssize_t nargs) {
@@ -368,7 +413,10 @@ static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const 
         return -1;
     }
     int status;
-    if (release_gil && !c.hold_gil) {
+    if (__builtin_expect(trace_hook != NULL, 0)) {
+        status = traced_launch(k, grid, block, shared, stream, release_gil && !c.hold_gil,
+                               ptrs, args, nargs);
+    } else if (release_gil && !c.hold_gil) {
         Py_BEGIN_ALLOW_THREADS
         status = k->launch(k->func, grid[0], grid[1], grid[2], block[0], block[1],
                            block[2], shared, stream, ptrs, NULL);
@@ -424,7 +472,16 @@ static PyObject *register_errors(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *set_trace_hook(PyObject *m, PyObject *hook) {
+    PyObject *old = trace_hook;
+    trace_hook = hook == Py_None ? NULL : Py_NewRef(hook);
+    if (old) return old; /* the previous hook, so traces can nest */
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef module_methods[] = {
+    {"_set_trace_hook", set_trace_hook, METH_O,
+     "Set the launch trace hook (None: off); returns the previous one."},
     {"_register_errors", register_errors, METH_VARARGS,
      "Register quicklaunch.errors' launch exceptions with the launcher."},
     {NULL}};
