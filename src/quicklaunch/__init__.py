@@ -9,6 +9,7 @@ from .errors import (CacheError, CompileError, CudaError, DeviceError, LaunchErr
                      QuicklaunchError)
 from .memory import Buffer, asarray, empty, zeros
 from .module import Kernel, KernelNotFoundError, Module, Param, compile
+from .debug import LaunchWarning
 from .trace import trace
 
 _launch._register_errors(LaunchError, LaunchTypeError, LaunchValueError, LaunchOverflowError)
@@ -23,5 +24,5 @@ __all__ = [
     "compile", "Module", "Kernel", "Launcher", "Param", "device", "default_device", "Device",
     "Buffer", "empty", "zeros", "asarray", "QuicklaunchError", "CompileError", "LaunchError",
     "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
-    "DeviceError", "CudaError", "KernelNotFoundError", "trace", "__version__",
+    "DeviceError", "CudaError", "KernelNotFoundError", "LaunchWarning", "trace", "__version__",
 ]

@@ -13,8 +13,74 @@ from __future__ import annotations
 import keyword
 import linecache
 import re
+import warnings
 
-__all__ = ["make_stub", "python_location", "source_start"]
+import numpy as np
+
+from .errors import LaunchValueError
+
+__all__ = ["make_stub", "python_location", "source_start", "LaunchWarning"]
+
+
+class LaunchWarning(UserWarning):
+    """A debug launch that is legal but likely wrong (an array smaller than
+    the launched threads with no bound among the arguments)."""
+
+
+# Alignment a pointer to each C type needs (what a GPU load of it needs).
+_POINTEE_ALIGN = {
+    "char": 1, "signed char": 1, "unsigned char": 1, "bool": 1, "int8_t": 1, "uint8_t": 1,
+    "short": 2, "unsigned short": 2, "int16_t": 2, "uint16_t": 2, "__half": 2, "half": 2,
+    "__nv_bfloat16": 2, "int": 4, "unsigned": 4, "unsigned int": 4, "float": 4,
+    "int32_t": 4, "uint32_t": 4, "long": 8, "unsigned long": 8, "long long": 8,
+    "unsigned long long": 8, "double": 8, "int64_t": 8, "uint64_t": 8, "size_t": 8,
+    "float2": 8, "int2": 8, "uint2": 8, "__half2": 4, "float4": 16, "int4": 16,
+    "uint4": 16, "double2": 16, "float3": 4, "int3": 4,
+}
+_QUALIFIERS = re.compile(r"\b(const|volatile|__restrict__|__restrict|restrict|struct)\b")
+
+
+def pointee_alignment(ctype: str) -> int | None:
+    """The alignment a `T *` parameter needs, when T is a known C type."""
+    if not ctype.rstrip().endswith("*") or ctype.count("*") != 1:
+        return None
+    base = " ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ")).split())
+    return _POINTEE_ALIGN.get(base)
+
+
+def make_validator(kernel):
+    """Checks a debug launch's arguments beyond what the launcher checks:
+    pointer alignment for the pointee type, and arrays smaller than the
+    number of launched threads when no argument could bound the index."""
+    aligns = [(i, p.name, pointee_alignment(p.ctype)) for i, p in enumerate(kernel.params)
+              if p.kind.endswith("pointer")]
+    ints = [i for i, p in enumerate(kernel.params) if p.kind.startswith(("int", "uint"))]
+
+    def validate(launcher, args):
+        grid, block = launcher.grid, launcher.block
+        threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
+        bounds = [a for i in ints if i < len(args) for a in (args[i],)
+                  if isinstance(a, (int, np.integer))]
+        for i, name, align in aligns:
+            if i >= len(args):
+                continue
+            a = args[i]
+            address = a.ctypes.data if isinstance(a, np.ndarray) else getattr(a, "ptr", None)
+            if align and address is not None and address % align:
+                raise LaunchValueError(
+                    f"kernel '{kernel.name}', parameter {i + 1} '{name}': address "
+                    f"{address:#x} is not aligned to {align} bytes for "
+                    f"{kernel.params[i].ctype}; pass an array whose data starts at a multiple "
+                    f"of {align} (a slice with an odd offset, or the wrong dtype?)")
+            size = a.size if isinstance(a, np.ndarray) else None
+            if size is not None and size < threads and not any(0 <= b <= size for b in bounds):
+                warnings.warn(
+                    f"kernel '{kernel.name}', parameter {i + 1} '{name}': the array has "
+                    f"{size} elements but the launch runs {threads} threads and no integer "
+                    f"argument is at most {size}; a one-thread-per-element kernel would "
+                    f"index past its end", LaunchWarning, stacklevel=3)
+
+    return validate
 
 
 def _identifier(name: str, taken: set[str]) -> str:
@@ -34,8 +100,10 @@ def make_stub(kernel, run, filename: str, line: int):
     names = [_identifier(p.name, taken) for p in kernel.params]
     args = ", ".join(names)
     source = (f"def stub({args}):\n"
+              f"    __ql_validate(__ql_launcher, ({args}{',' if len(names) == 1 else ''}))\n"
               f"    return __ql_run({args})\n")
-    namespace = {"__ql_run": run}
+    namespace = {"__ql_run": run, "__ql_validate": make_validator(kernel),
+                 "__ql_launcher": getattr(run, "__self__", None)}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - names are sanitised
     stub = namespace["stub"]
     code = stub.__code__.replace(co_name=kernel.name, co_filename=filename,

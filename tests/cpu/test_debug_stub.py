@@ -80,3 +80,53 @@ def test_profilers_and_trace_hooks_see_the_kernel(dbg):
 def test_the_fast_path_has_no_stub(cpu):
     fast = ql.compile(SOURCE, device=cpu)
     assert type(fast.saxpy[1, 8]).__name__ == "builtin_function_or_method"
+
+
+CHECKS = r"""
+extern "C" __global__ void copy(const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = x[i];
+}
+extern "C" __global__ void unbounded(float *y) { y[blockIdx.x * blockDim.x + threadIdx.x] = 1; }
+"""
+
+
+@pytest.fixture(scope="module")
+def checks(cpu):
+    return ql.compile(CHECKS, device=cpu, debug=True)
+
+
+def test_misaligned_pointer_is_refused(checks):
+    raw = np.zeros(80, np.uint8)
+    misaligned = raw[1:65].view(np.float32)  # data one byte past an aligned start
+    y = np.full(16, -1.0, np.float32)
+    with pytest.raises(ql.LaunchValueError, match=r"kernel 'copy', parameter 1 'x': address "
+                                                  r"0x[0-9a-f]+ is not aligned to 4 bytes"):
+        checks.copy[1, 16](misaligned, y, 16)
+    assert (y == -1).all()  # nothing ran
+    checks.copy[1, 16](raw[4:68].view(np.float32), y, 16)  # aligned: fine
+    assert (y == 0).all()
+
+
+def test_array_smaller_than_the_launch_warns_before_launching(checks):
+    # raised as an error here, so the out-of-bounds launch never runs
+    with pytest.raises(ql.LaunchWarning, match=r"parameter 1 'y': the array has 64 elements "
+                                               r"but the launch runs 128 threads"):
+        with warnings_as_errors():
+            checks.unbounded[2, 64](np.zeros(64, np.float32))
+    # a bound among the arguments (n <= size) is the kernel's own guard: no warning
+    with warnings_as_errors():
+        checks.copy[2, 64](np.zeros(10, np.float32), np.zeros(10, np.float32), 10)
+
+
+class warnings_as_errors:
+    """Turns LaunchWarning into an exception, so a warned launch never runs."""
+
+    def __enter__(self):
+        import warnings
+        self._ctx = warnings.catch_warnings()
+        self._ctx.__enter__()
+        warnings.simplefilter("error", ql.LaunchWarning)
+
+    def __exit__(self, *exc):
+        return self._ctx.__exit__(*exc)
