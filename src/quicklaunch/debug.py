@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 
+from ._launch import _array_address
 from .errors import LaunchValueError
 
 __all__ = ["make_stub", "python_location", "source_start", "LaunchWarning"]
@@ -48,32 +49,37 @@ def pointee_alignment(ctype: str) -> int | None:
     return _POINTEE_ALIGN.get(base)
 
 
-def make_validator(kernel):
+def make_validator(kernel, launcher):
     """Checks a debug launch's arguments beyond what the launcher checks:
     pointer alignment for the pointee type, and arrays smaller than the
-    number of launched threads when no argument could bound the index."""
+    number of launched threads when no argument could bound the index.
+    Everything that depends only on the kernel or the configuration is
+    computed here, once per stub."""
     aligns = [(i, p.name, pointee_alignment(p.ctype)) for i, p in enumerate(kernel.params)
               if p.kind.endswith("pointer")]
     ints = [i for i, p in enumerate(kernel.params) if p.kind.startswith(("int", "uint"))]
+    grid = launcher.grid if launcher is not None else (1, 1, 1)
+    block = launcher.block if launcher is not None else (1, 1, 1)
+    threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
 
-    def validate(launcher, args):
-        grid, block = launcher.grid, launcher.block
-        threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
-        bounds = [a for i in ints if i < len(args) for a in (args[i],)
-                  if isinstance(a, (int, np.integer))]
+    def validate(args):
+        bounds = [args[i] for i in ints if i < len(args)]
         for i, name, align in aligns:
             if i >= len(args):
                 continue
             a = args[i]
-            address = a.ctypes.data if isinstance(a, np.ndarray) else getattr(a, "ptr", None)
+            if isinstance(a, np.ndarray):
+                address, size = _array_address(a), a.size
+            else:
+                address, size = getattr(a, "ptr", None), None
             if align and address is not None and address % align:
                 raise LaunchValueError(
                     f"kernel '{kernel.name}', parameter {i + 1} '{name}': address "
                     f"{address:#x} is not aligned to {align} bytes for "
                     f"{kernel.params[i].ctype}; pass an array whose data starts at a multiple "
                     f"of {align} (a slice with an odd offset, or the wrong dtype?)")
-            size = a.size if isinstance(a, np.ndarray) else None
-            if size is not None and size < threads and not any(0 <= b <= size for b in bounds):
+            if size is not None and size < threads and not any(
+                    isinstance(b, (int, np.integer)) and 0 <= b <= size for b in bounds):
                 warnings.warn(
                     f"kernel '{kernel.name}', parameter {i + 1} '{name}': the array has "
                     f"{size} elements but the launch runs {threads} threads and no integer "
@@ -100,10 +106,10 @@ def make_stub(kernel, run, filename: str, line: int):
     names = [_identifier(p.name, taken) for p in kernel.params]
     args = ", ".join(names)
     source = (f"def stub({args}):\n"
-              f"    __ql_validate(__ql_launcher, ({args}{',' if len(names) == 1 else ''}))\n"
+              f"    __ql_validate(({args}{',' if len(names) == 1 else ''}))\n"
               f"    return __ql_run({args})\n")
-    namespace = {"__ql_run": run, "__ql_validate": make_validator(kernel),
-                 "__ql_launcher": getattr(run, "__self__", None)}
+    namespace = {"__ql_run": run,
+                 "__ql_validate": make_validator(kernel, getattr(run, "__self__", None))}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - names are sanitised
     stub = namespace["stub"]
     code = stub.__code__.replace(co_name=kernel.name, co_filename=filename,
