@@ -25,8 +25,10 @@ setup(
         ),
         Extension(
             "quicklaunch.backends.cpu._runtime",
-            sources=["src/quicklaunch/backends/cpu/runtime.c"],
-            depends=["src/quicklaunch/backends/cpu/include/ql_cpu_abi.h"],
+            sources=["src/quicklaunch/backends/cpu/runtime.c",
+                     "src/quicklaunch/backends/cpu/fault.c"],
+            depends=["src/quicklaunch/backends/cpu/include/ql_cpu_abi.h",
+                     "src/quicklaunch/backends/cpu/fault.h"],
             extra_compile_args=C_FLAGS,
             libraries=["pthread"],
         ),

@@ -12,7 +12,7 @@ import ctypes
 import struct
 from dataclasses import dataclass
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 
 class _Param(ctypes.Structure):
@@ -22,7 +22,8 @@ class _Param(ctypes.Structure):
 class _Kernel(ctypes.Structure):
     _fields_ = [("expr", ctypes.c_char_p), ("function", ctypes.c_void_p),
                 ("run", ctypes.c_void_p), ("nparams", ctypes.c_uint32),
-                ("tier", ctypes.c_uint32), ("params", ctypes.POINTER(_Param))]
+                ("tier", ctypes.c_uint32), ("params", ctypes.POINTER(_Param)),
+                ("fault", ctypes.c_void_p)]
 
 
 class _Module(ctypes.Structure):

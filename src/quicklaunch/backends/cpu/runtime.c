@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "include/ql_cpu_abi.h"
 
 #define QL_EXPORT __attribute__((visibility("default")))
@@ -97,7 +98,7 @@ static void run_range(job *j, range *r) {
         if (first >= r->end) return;
         uint64_t last = first + j->chunk;
         if (last > r->end) last = r->end;
-        j->kernel->run(j->params, &j->dims, first, last);
+        ql_run_guarded(j->kernel, j->params, &j->dims, first, last);
     }
 }
 
@@ -145,6 +146,7 @@ static void *worker_main(void *arg) {
      * participant number, packed into the argument. */
     uint32_t seen = (uint32_t)((uintptr_t)arg >> 16);
     int self = (int)((uintptr_t)arg & 0xffff);
+    ql_fault_setup_thread();
     for (;;) {
         seen = wait_change(&pool.generation, seen, &pool.sleepers);
         run_chunks(&pool.current, self);
@@ -234,20 +236,28 @@ QL_EXPORT int ql_cpu_set_threads(int n) {
 
 static void run_inline(const ql_cpu_kernel *k, void **params, const ql_cpu_dims *d,
                        uint64_t nblocks) {
-    k->run(params, d, 0, nblocks);
+    ql_run_guarded(k, params, d, 0, nblocks);
 }
 
-/* The message of this thread's last failed launch. */
-static __thread char last_error[sizeof(((ql_cpu_error *)0)->message)];
+/* The message of this thread's last failed launch, allocated at the first
+ * failure (thread-local storage here stays a few words: see fault.h). */
+#define LAST_ERROR_BYTES sizeof(((ql_cpu_error *)0)->message)
+static __thread char *last_error QL_TLS;
 
-QL_EXPORT const char *ql_cpu_last_error(void) { return last_error; }
+QL_EXPORT const char *ql_cpu_last_error(void) { return last_error ? last_error : ""; }
 
-static int finish(const ql_cpu_error *e) {
-    if (!e->code) return QL_CPU_SUCCESS;
+static __attribute__((noinline)) int failed_launch(const ql_cpu_error *e) {
     while (!__atomic_load_n(&e->ready, __ATOMIC_ACQUIRE)) cpu_relax();
-    memcpy(last_error, e->message, sizeof last_error);
-    last_error[sizeof last_error - 1] = '\0';
+    if (!last_error) last_error = malloc(LAST_ERROR_BYTES);
+    if (last_error) {
+        memcpy(last_error, e->message, LAST_ERROR_BYTES);
+        last_error[LAST_ERROR_BYTES - 1] = '\0';
+    }
     return e->code;
+}
+
+static inline int finish(const ql_cpu_error *e) {
+    return e->code ? failed_launch(e) : QL_CPU_SUCCESS;
 }
 
 /* A launch spread over the pool; kept out of line so the small-launch path
@@ -299,6 +309,7 @@ QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
     if (!k || !k->run) return QL_CPU_ERROR_INVALID_HANDLE;
     if (extra) return QL_CPU_ERROR_NOT_SUPPORTED;
     if (!gx || !gy || !gz || !bx || !by || !bz) return QL_CPU_ERROR_INVALID_VALUE;
+    if (__builtin_expect(!ql_thread_ready, 0)) ql_fault_setup_thread();
     ql_cpu_error err;
     err.code = err.ready = 0;
     ql_cpu_dims d = {{gx, gy, gz}, {bx, by, bz}, shared_bytes, 0, &err};

@@ -18,6 +18,11 @@ _STATUS = {
     801: ("not supported", "the CPU runtime does not take 'extra' launch parameters"),
 }
 
+# Statuses that come with a message (ql_cpu_last_error): a fault in the kernel
+# (700 illegal address, 715 illegal instruction, 716 misaligned), a failed
+# device-side assert (710), a deadlock or bad warp mask or SIGFPE (719).
+_REPORTED = frozenset({700, 710, 715, 716, 719})
+
 
 @functools.lru_cache(maxsize=1)
 def library_path() -> Path:
@@ -58,7 +63,7 @@ def threads() -> int:
 def error_hook(kernel, status: int) -> LaunchError:
     """Turns a runtime status into the exception the launcher raises; runs on
     the launching thread, right after the failed launch."""
-    if status in (710, 719):  # reported by the kernel module, with its message
+    if status in _REPORTED:  # reported with a message: by the module or a fault
         detail = library().ql_cpu_last_error().decode(errors="replace")
         return LaunchError(f"kernel '{kernel.name}' failed on the CPU device: {detail}")
     what, why = _STATUS.get(status, ("unknown status", "an internal error"))

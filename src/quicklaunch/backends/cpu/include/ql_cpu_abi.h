@@ -16,7 +16,7 @@
 extern "C" {
 #endif
 
-#define QL_CPU_ABI_VERSION 2u
+#define QL_CPU_ABI_VERSION 3u
 
 /* Parameter kinds, as reflected by the compiler. These are also the type
  * codes the C launcher reads (see _launch.c), so keep them in sync. */
@@ -40,7 +40,10 @@ typedef struct ql_cpu_param {
 /* Status codes a kernel module reports (CUDA's numbering). */
 enum ql_cpu_status {
     QL_CPU_OK = 0,
+    QL_CPU_ERROR_ILLEGAL_ADDRESS = 700, /* SIGSEGV or SIGBUS in a kernel */
     QL_CPU_ERROR_ASSERT = 710,         /* a device-side assert failed */
+    QL_CPU_ERROR_ILLEGAL_INSTRUCTION = 715, /* SIGILL in a kernel */
+    QL_CPU_ERROR_MISALIGNED = 716,     /* SIGBUS for a misaligned access */
     QL_CPU_ERROR_LAUNCH_FAILED = 719,  /* deadlock, bad warp mask, ... */
     QL_CPU_ERROR_OUT_OF_MEMORY = 2
 };
@@ -61,6 +64,21 @@ typedef struct ql_cpu_dims {
     ql_cpu_error *error;     /* where the module reports a failure */
 } ql_cpu_dims;
 
+/* What the runtime's fault handler asks a module about a fault in one of
+ * its kernels: the faulting CUDA thread's coordinates (the module's own
+ * thread-local blockIdx and threadIdx), and whether the address lies in a
+ * fiber stack's guard page. The module also drops the block it was running,
+ * since the runtime resumes past it. Called from a signal handler. */
+typedef struct ql_cpu_fault {
+    uintptr_t address;        /* in: the address that faulted */
+    uint32_t block[3];        /* out: blockIdx */
+    uint32_t thread[3];       /* out: threadIdx */
+    uint32_t fiber_overflow;  /* out: 1 if address is in a fiber stack's guard page */
+    uint32_t fiber_stack;     /* out: bytes per fiber stack (tier 2), else 0 */
+} ql_cpu_fault;
+
+typedef void (*ql_cpu_fault_fn)(ql_cpu_fault *fault);
+
 /* Runs blocks [first, last) (linear block index, x fastest) of a launch. */
 typedef void (*ql_cpu_run_fn)(void **params, const ql_cpu_dims *dims,
                               uint64_t first, uint64_t last);
@@ -72,6 +90,7 @@ typedef struct ql_cpu_kernel {
     uint32_t nparams;
     uint32_t tier;               /* 1: a loop over threads; 2: needs fibers */
     const ql_cpu_param *params;
+    ql_cpu_fault_fn fault;       /* see ql_cpu_fault */
 } ql_cpu_kernel;
 
 typedef struct ql_cpu_module {

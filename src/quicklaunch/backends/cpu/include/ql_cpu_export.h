@@ -93,6 +93,17 @@ static inline bool failed(const ql_cpu_dims *d) {
     return __atomic_load_n(&d->error->code, __ATOMIC_RELAXED) != 0;
 }
 
+// The runtime's fault handler asks where the fault happened (see
+// ql_cpu_fault): this module's thread-local coordinates of the CUDA thread
+// that was running on the faulting worker.
+static void fault(ql_cpu_fault *f) {
+    f->block[0] = blockIdx.x, f->block[1] = blockIdx.y, f->block[2] = blockIdx.z;
+    f->thread[0] = threadIdx.x, f->thread[1] = threadIdx.y, f->thread[2] = threadIdx.z;
+#ifdef QL_TIER2
+    ql_fiber::on_fault(f);
+#endif
+}
+
 template <class Fn, Fn F> struct entry;
 
 template <class... A, void (*F)(A...)>
@@ -225,10 +236,11 @@ struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
 #endif
 #define QL_KERNEL(name_text, ...)                                              \
     {name_text, reinterpret_cast<void *>(__VA_ARGS__), QL_ENTRY(__VA_ARGS__)::QL_RUN, \
-     (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, QL_TIER, QL_ENTRY(__VA_ARGS__)::params},
+     (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, QL_TIER, QL_ENTRY(__VA_ARGS__)::params, \
+     ::ql_export::fault},
 #define QL_MODULE_BEGIN static const ql_cpu_kernel ql_kernel_table[] = {
 #define QL_MODULE_END(count)                                                   \
-    {0, 0, 0, 0, 0, 0}};                                                       \
+    {0, 0, 0, 0, 0, 0, 0}};                                                    \
     extern "C" __attribute__((visibility("default")))                         \
     const ql_cpu_module __ql_module = {QL_CPU_ABI_VERSION, (count), ql_kernel_table};
 

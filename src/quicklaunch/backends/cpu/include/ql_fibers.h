@@ -91,9 +91,12 @@ QL_FN size_t stack_bytes(void) {
 }
 
 /* This worker's stacks: one per CUDA thread of the largest block seen. */
+static thread_local char *stacks_base __attribute__((unused));
+static thread_local unsigned stacks_count __attribute__((unused));
+
 QL_FN char *stack_top(unsigned i, unsigned need) {
-    static thread_local char *base;
-    static thread_local unsigned count;
+    char *&base = stacks_base;
+    unsigned &count = stacks_count;
     const size_t each = stack_bytes();
     if (need > count) {
         if (base) munmap(base, each * count);
@@ -426,6 +429,18 @@ QL_FN int run_block(void (*body)(void **), void **params, unsigned bx, unsigned 
     }
     current = outer;
     return rc;
+}
+
+/* A fault (signal) in this worker's block: the runtime resumes past the
+ * block, so drop it, and say whether the address hit a stack's guard page.
+ * Runs in a signal handler: no allocation, no locks. */
+QL_FN void on_fault(ql_cpu_fault *f) {
+    current = 0;
+    const size_t each = stack_bytes(), page = (size_t)sysconf(_SC_PAGESIZE);
+    f->fiber_stack = (uint32_t)(each - page);
+    const uintptr_t base = (uintptr_t)stacks_base;
+    if (base && f->address >= base && f->address - base < each * stacks_count)
+        f->fiber_overflow = (f->address - base) % each < page;
 }
 
 /* Blocks the calling lane at a warp function until its group resolves. */

@@ -1,0 +1,48 @@
+/* Faults in kernels on the CPU device: a SIGSEGV, SIGBUS, SIGFPE or SIGILL
+ * raised while a kernel runs becomes a launch error naming the kernel's
+ * thread and the address, and the thread that ran the kernel carries on.
+ *
+ * Every call of a kernel module's run function goes through ql_run_guarded:
+ * it marks a recovery point (__builtin_setjmp: three stores) and publishes
+ * it in thread-local storage. The handler (fault.c) finds it there, records
+ * the error in the launch's error record and jumps back to it; a signal on a
+ * thread that is not running a kernel goes to whatever handler was installed
+ * before quicklaunch's, or kills the process as it would have. */
+#ifndef QL_CPU_FAULT_H
+#define QL_CPU_FAULT_H
+
+#include <stdint.h>
+
+#include "include/ql_cpu_abi.h"
+
+typedef struct ql_guard {
+    void *jump[5];                   /* __builtin_setjmp's buffer */
+    const ql_cpu_kernel *kernel;
+    const ql_cpu_dims *dims;
+} ql_guard;
+
+#define QL_TLS __attribute__((tls_model("initial-exec")))
+extern __thread ql_guard *ql_active_guard QL_TLS;
+extern __thread int ql_thread_ready QL_TLS;
+
+/* Once per thread that runs kernels (workers and launching threads): an
+ * alternate signal stack (a stack overflow's handler needs one), the
+ * thread's stack bounds, and, the first time in the process, the handlers. */
+void ql_fault_setup_thread(void);
+
+/* kernel->run(params, dims, first, last), with faults recovered. */
+static __attribute__((noinline, unused)) void ql_run_guarded(const ql_cpu_kernel *k,
+                                                            void **params,
+                                                            const ql_cpu_dims *d,
+                                                            uint64_t first, uint64_t last) {
+    ql_guard g;
+    g.kernel = k;
+    g.dims = d;
+    if (__builtin_setjmp(g.jump) == 0) {
+        ql_active_guard = &g;
+        k->run(params, d, first, last);
+    }
+    ql_active_guard = 0;
+}
+
+#endif
