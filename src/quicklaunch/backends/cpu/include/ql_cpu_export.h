@@ -72,11 +72,26 @@ template <unsigned... I> struct seq {};
 template <unsigned N, unsigned... I> struct make_seq : make_seq<N - 1, N - 1, I...> {};
 template <unsigned... I> struct make_seq<0, I...> { typedef seq<I...> type; };
 
-// blockIdx of linear block b (x fastest).
+// blockIdx of linear block b (x fastest). A block in the first row (every
+// block of a 1-D grid) needs no division: a 64-bit divide costs more than
+// the rest of a small launch.
 static inline void set_block(uint64_t b, uint64_t gx, uint64_t gy) {
+    if (b < gx) {
+        blockIdx = uint3{(unsigned)b, 0u, 0u};
+        return;
+    }
     blockIdx.x = (unsigned)(b % gx);
     blockIdx.y = (unsigned)((b / gx) % gy);
     blockIdx.z = (unsigned)(b / (gx * gy));
+}
+
+// The block after the current one (x fastest), without dividing.
+static inline void next_block(unsigned gx, unsigned gy) {
+    if (++blockIdx.x < gx) return;
+    blockIdx.x = 0;
+    if (++blockIdx.y < gy) return;
+    blockIdx.y = 0;
+    ++blockIdx.z;
 }
 
 // gridDim and blockDim of a launch, and its dynamic shared memory (a
@@ -137,10 +152,11 @@ struct entry<void (*)(A...), F> {
     // passed by value, so the inlined kernel body sees loop invariants.
     static void loop(const ql_cpu_dims *d, uint64_t first, uint64_t last, A... a) {
         const unsigned bx = d->block[0], by = d->block[1], bz = d->block[2];
+        const unsigned gx = d->grid[0], gy = d->grid[1];
         set_launch(d);
-        for (uint64_t b = first; b < last; ++b) {
+        set_block(first, gx, gy);
+        for (uint64_t b = first; b < last; ++b, next_block(gx, gy)) {
             if (failed(d)) return;
-            set_block(b, d->grid[0], d->grid[1]);
 #ifndef QL_DEBUG
             // Common widths get a specialised row when the global x index
             // of this block fits an int (true for any realistic launch). The
@@ -208,10 +224,11 @@ struct entry<void (*)(A...), F> {
 
     static void run_fibers(void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
         ql_launch_dims = d;
+        const unsigned gx = d->grid[0], gy = d->grid[1];
         set_launch(d);
-        for (uint64_t b = first; b < last; ++b) {
+        set_block(first, gx, gy);
+        for (uint64_t b = first; b < last; ++b, next_block(gx, gy)) {
             if (failed(d)) return;
-            set_block(b, d->grid[0], d->grid[1]);
             if (ql_fiber::run_block(body, p, d->block[0], d->block[1], d->block[2]) < 0) return;
         }
     }
