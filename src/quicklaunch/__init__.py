@@ -11,6 +11,7 @@ from .memory import Buffer, asarray, empty, zeros
 from .module import Kernel, KernelNotFoundError, Module, Param, compile
 from .debug import LaunchWarning
 from .trace import trace
+from . import cuda
 
 _launch._register_errors(LaunchError, LaunchTypeError, LaunchValueError, LaunchOverflowError)
 from .trace import _from_environment  # noqa: E402
@@ -25,4 +26,5 @@ __all__ = [
     "Buffer", "empty", "zeros", "asarray", "QuicklaunchError", "CompileError", "LaunchError",
     "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
     "DeviceError", "CudaError", "KernelNotFoundError", "LaunchWarning", "trace", "__version__",
+    "cuda",
 ]
