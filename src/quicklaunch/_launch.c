@@ -344,13 +344,31 @@ static int count_error(KernelCore *k, Py_ssize_t nargs) {
     return -1;
 }
 
-static int backend_error(KernelCore *k, int status) {
-    PyObject *exc = PyObject_CallFunction(k->error_hook, "Oi", (PyObject *)k, status);
-    if (exc) {
-        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+/* A launch the backend refused: its error hook turns the status into the
+ * exception to raise, or returns None to have the launch retried once (the
+ * CUDA device does so after making its context current on a thread that
+ * had none). Cold: the fast path pays one test of the status. */
+static __attribute__((noinline, cold)) int launch_failed(
+    KernelCore *k, const uint32_t *grid, const uint32_t *block, uint32_t shared, void *stream,
+    void **ptrs, int status) {
+    for (int attempt = 0;; ++attempt) {
+        PyObject *exc = PyObject_CallFunction(k->error_hook, "Oi", (PyObject *)k, status);
+        if (!exc) return -1;
+        if (exc != Py_None) {
+            PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+            Py_DECREF(exc);
+            return -1;
+        }
         Py_DECREF(exc);
+        if (attempt) {
+            PyErr_Format(LaunchError, "kernel '%U': the launch failed again after a retry "
+                         "(status %d)", k->name, status);
+            return -1;
+        }
+        status = k->launch(k->func, grid[0], grid[1], grid[2], block[0], block[1], block[2],
+                           shared, stream, ptrs, NULL);
+        if (!status) return 0;
     }
-    return -1;
 }
 
 /* ql.trace: a callable while a trace is recording, else NULL. Tracing off
@@ -425,8 +443,10 @@ static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const 
         status = k->launch(k->func, grid[0], grid[1], grid[2], block[0], block[1],
                            block[2], shared, stream, ptrs, NULL);
     }
+    if (__builtin_expect(status != 0, 0))
+        status = launch_failed(k, grid, block, shared, stream, ptrs, status);
     release_views(&c);
-    return status ? backend_error(k, status) : 0;
+    return status ? -1 : 0;
 }
 
 static inline __attribute__((always_inline)) PyObject *
@@ -491,6 +511,8 @@ static PyObject *array_address(PyObject *m, PyObject *a) {
 
 static PyMethodDef module_methods[] = {
     {"_array_address", array_address, METH_O, "The data address of a NumPy array."},
+    {"_dlpack_capsule", dlpack_capsule, METH_VARARGS,
+     "A 'dltensor' capsule: (ptr, shape, code, bits, device_type, device_id, owner)."},
     {"_set_trace_hook", set_trace_hook, METH_O,
      "Set the launch trace hook (None: off); returns the previous one."},
     {"_register_errors", register_errors, METH_VARARGS,

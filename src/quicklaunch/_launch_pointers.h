@@ -28,6 +28,8 @@ static int address_from_int(PyObject *o, void **out) {
     return 0;
 }
 
+#include "_launch_interop.h"
+
 static int pointer_from_buffer_protocol(KernelCore *k, uint32_t i, PyObject *o, void **out,
                                         pack_ctx *c) {
     int writable = k->codes[i] == QL_KIND_PTR;
@@ -153,11 +155,19 @@ static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out, pack
     /* Other NumPy scalars export their own storage through the buffer
      * protocol; that is never what a pointer parameter means. */
     if (PyArray_IsScalar(o, Generic)) return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
-    if (!k->host_memory)
+    if (!k->host_memory) {
+        int r = pointer_from_device_array(k, i, o, out);
+        if (r <= 0) return r;
+        if (!PyObject_CheckBuffer(o) && !PyObject_HasAttrString(o, "__array_interface__")) {
+            PyErr_Clear();
+            return wrong_kind(k, i, o, "a ql buffer, an array with __cuda_array_interface__ "
+                              "or DLPack, or an int device address");
+        }
         return arg_error(k, i, LaunchTypeError,
                          "a %.100s is host memory, not memory of device %U; "
                          "copy it with ql.asarray(x, device=...)",
                          Py_TYPE(o)->tp_name, k->device_name);
+    }
     int done;
     int rc = pointer_from_ctypes(k, i, o, out, &done);
     if (done) return rc;

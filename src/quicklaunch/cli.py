@@ -24,6 +24,10 @@ def _info(args) -> int:
     print("devices:")
     print(f"  cpu       {ql.device('cpu').description}; launches under "
           f"{runtime.inline_threads()} threads run on the caller")
+    try:
+        print(f"  cuda      {ql.device('cuda').description}")
+    except (ql.DeviceError, ql.CudaError) as exc:
+        print(f"  cuda      unavailable: {exc}")
     print(f"  default   {ql.default_device().name}")
     print("compilers:")
     try:
@@ -31,6 +35,12 @@ def _info(args) -> int:
         print(f"  C++       {c.path}: {c.version}")
     except ql.CompileError as exc:
         print(f"  C++       none: {exc}")
+    try:
+        from .backends.cuda import nvrtc
+        lib = nvrtc.load()
+        print(f"  NVRTC     {lib.version[0]}.{lib.version[1]} ({lib.path}): {lib.archs_text()}")
+    except ql.CompileError as exc:
+        print(f"  NVRTC     none: {str(exc).split('. ')[-1]}")
     for name in ("nvcc", "hipcc"):
         print(f"  {name:<9} {shutil.which(name) or 'not found'}")
     root = default_cache_dir()

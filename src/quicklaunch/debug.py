@@ -58,6 +58,7 @@ def make_validator(kernel, launcher):
     aligns = [(i, p.name, pointee_alignment(p.ctype)) for i, p in enumerate(kernel.params)
               if p.kind.endswith("pointer")]
     ints = [i for i, p in enumerate(kernel.params) if p.kind.startswith(("int", "uint"))]
+    gpu = kernel.device.backend if kernel.device.kind == "cuda" else None
     grid = launcher.grid if launcher is not None else (1, 1, 1)
     block = launcher.block if launcher is not None else (1, 1, 1)
     threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
@@ -71,7 +72,11 @@ def make_validator(kernel, launcher):
             if isinstance(a, np.ndarray):
                 address, size = _array_address(a), a.size
             else:
-                address, size = getattr(a, "ptr", None), None
+                address, size = getattr(a, "ptr", None), getattr(a, "size", None)
+                if gpu is not None:
+                    address = _check_device_pointer(kernel, i, name, a, gpu)
+            if not isinstance(size, (int, np.integer)):
+                size = None
             if align and address is not None and address % align:
                 raise LaunchValueError(
                     f"kernel '{kernel.name}', parameter {i + 1} '{name}': address "
@@ -87,6 +92,42 @@ def make_validator(kernel, launcher):
                     f"index past its end", LaunchWarning, stacklevel=3)
 
     return validate
+
+
+def _foreign_address(a) -> int | None:
+    """The device address another library's array (or an int) stands for."""
+    if isinstance(a, (int, np.integer)) and not isinstance(a, bool):
+        return int(a)
+    iface = getattr(a, "__cuda_array_interface__", None)
+    if isinstance(iface, dict) and isinstance(iface.get("data"), tuple):
+        return int(iface["data"][0])
+    if callable(getattr(a, "data_ptr", None)):
+        return int(a.data_ptr())
+    return None
+
+
+def _check_device_pointer(kernel, i, name, a, gpu) -> int | None:
+    """Debug launches on a GPU ask the driver who owns each raw or foreign
+    pointer (the fast path never does: one driver query per argument)."""
+    from .backends.cuda.memory import owner_ordinal
+    address = getattr(a, "ptr", None)
+    if address is not None:  # a ql buffer: the launcher checks its device
+        return address
+    address = _foreign_address(a)
+    if not address:  # None (nullptr) or not a pointer-like: the launcher decides
+        return address
+    owner = owner_ordinal(gpu, address)
+    if owner is None:
+        raise LaunchValueError(
+            f"kernel '{kernel.name}', parameter {i + 1} '{name}': address {address:#x} is "
+            f"not memory the CUDA driver knows (host memory, freed memory or another "
+            f"process's?); pass a buffer from ql.empty/ql.asarray(device='{kernel.device.name}')")
+    if owner != kernel.device.ordinal:
+        raise LaunchValueError(
+            f"kernel '{kernel.name}', parameter {i + 1} '{name}': the memory at {address:#x} "
+            f"belongs to cuda:{owner}, but the kernel runs on {kernel.device.name}; copy it "
+            f"there with ql.asarray(x, device='{kernel.device.name}')")
+    return address
 
 
 def _identifier(name: str, taken: set[str]) -> str:

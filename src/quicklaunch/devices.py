@@ -15,6 +15,7 @@ from .errors import DeviceError
 __all__ = ["Device", "device", "default_device"]
 
 CPU_ID = 0  # device ids: cpu 0, cuda:N 0x100 + N, hip:N 0x200 + N
+CUDA_ID = 0x100
 
 
 @dataclass(frozen=True, eq=False)
@@ -36,14 +37,22 @@ class Device:
     description: str
     limits: Limits = field(default_factory=Limits)
     host_memory: bool = False      # NumPy arrays are this device's memory
+    backend: object = field(default=None, repr=False)  # the GPU backend's state
 
     @property
     def name(self) -> str:
         return self.kind if self.kind == "cpu" else f"{self.kind}:{self.ordinal}"
 
+    @property
+    def arch(self) -> str | None:
+        """The GPU architecture ("sm_90"); None for the CPU."""
+        return getattr(self.backend, "arch", None)
+
     def synchronize(self) -> None:
         """Waits for all work queued on this device. CPU launches complete
         before they return, so on the CPU there is nothing to wait for."""
+        if self.backend is not None:
+            self.backend.synchronize()
 
     def __repr__(self) -> str:
         return f"<quicklaunch.Device {self.name}: {self.description}>"
@@ -70,10 +79,16 @@ def _parse(spec: str) -> tuple[str, int]:
     return kind, 0
 
 
+_gpu_probe: list[str | None] = []
+
+
 def _usable_gpu() -> str | None:
-    """The first usable GPU device spec, or None. The GPU backends register
-    here when they land; until then the CPU is the default."""
-    return None
+    """"cuda" when a CUDA driver opens and reports a device, else None;
+    probed once per process."""
+    if not _gpu_probe:
+        from .backends.cuda import driver
+        _gpu_probe.append("cuda" if driver.available() else None)
+    return _gpu_probe[0]
 
 
 def device(spec: "str | Device | None" = None) -> Device:
@@ -94,7 +109,10 @@ def device(spec: "str | Device | None" = None) -> Device:
                 if ordinal != 0:
                     raise DeviceError(f"device {spec!r}: there is one CPU device, 'cpu'")
                 dev = _cpu_device()
-            elif kind in ("cuda", "hip"):
+            elif kind == "cuda":
+                from .backends.cuda.device import open_device
+                dev = open_device(ordinal, CUDA_ID + ordinal)
+            elif kind == "hip":
                 raise DeviceError(
                     f"device {spec!r}: this quicklaunch has no {kind.upper()} backend yet; "
                     "use device='cpu' (the CPU runs the same CUDA source)")

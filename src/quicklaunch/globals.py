@@ -47,11 +47,32 @@ def _declared(source: str, name: str):
     return (np.dtype(dtype), dims) if dtype else (None, None)
 
 
+def _mangled(name: str) -> str:
+    """The symbol of a namespace-scope variable: `ns::table` -> _ZN2ns5tableE."""
+    parts = name.split("::")
+    if len(parts) == 1:
+        return name
+    return "_ZN" + "".join(f"{len(p)}{p}" for p in parts) + "E"
+
+
+def _cuda_global(module, name: str):
+    from .errors import CudaError
+    try:
+        return module.device.backend.global_address(module._library, _mangled(name))
+    except CudaError as exc:
+        if exc.name == "CUDA_ERROR_NOT_FOUND":
+            return None
+        raise
+
+
 def global_buffer(module, name: str, dtype=None, shape=None) -> Buffer:
-    if module.device.kind != "cpu":
+    if module.device.kind == "cpu":
+        from .backends.cpu.loader import global_variable
+        found = global_variable(module._library, module._path, name)
+    elif module.device.kind == "cuda":
+        found = _cuda_global(module, name.strip().lstrip(":"))
+    else:
         raise QuicklaunchError(f"get_global on {module.device.name} is not available yet")
-    from .backends.cpu.loader import global_variable
-    found = global_variable(module._library, module._path, name)
     if found is None:
         raise GlobalNotFoundError(f"no __device__ or __constant__ variable '{name}' in this "
                                   f"module (a variable nothing uses may have been optimised "
@@ -71,6 +92,8 @@ def global_buffer(module, name: str, dtype=None, shape=None) -> Buffer:
     if int(np.prod(shape, dtype=np.int64)) * dtype.itemsize != nbytes:
         raise ValueError(f"variable '{name}' is {nbytes} bytes; shape {shape} of {dtype} "
                          f"is {int(np.prod(shape)) * dtype.itemsize}")
+    if not module.device.host_memory:  # device memory: the module owns it
+        return Buffer(address, shape, dtype, module.device, owner=module)
     raw = (np.ctypeslib.as_array((np.ctypeslib.ctypes.c_ubyte * nbytes).from_address(address))
            if nbytes else np.empty(0, np.uint8))
     view = raw.view(dtype).reshape(shape)

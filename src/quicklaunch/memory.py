@@ -2,7 +2,9 @@
 
 A Buffer is the launcher's C Buffer type (address, size, device id, owner)
 plus shape and dtype. On the CPU device its memory is a 64-byte aligned NumPy
-allocation, so ``Buffer.numpy()`` is a zero-copy view.
+allocation, so ``Buffer.numpy()`` is a zero-copy view. On a GPU it is device
+memory (backends/cuda/memory.py): ``numpy()`` copies back, and the buffer is
+exported as ``__cuda_array_interface__`` (v3) and DLPack.
 """
 from __future__ import annotations
 
@@ -42,11 +44,47 @@ class Buffer(_launch.Buffer):
         return self.shape[0]
 
     def numpy(self) -> np.ndarray:
-        """The contents as a NumPy array: a zero-copy view on the CPU."""
+        """The contents as a NumPy array: a zero-copy view on the CPU, a copy
+        from a GPU."""
         if self.device.host_memory:
             return self.owner
-        raise DeviceError(f"reading a {self.device.name} buffer back needs that device's "
-                          "copy support")
+        from .backends.cuda import memory as cuda_memory
+        out = np.empty(self.shape, self.dtype)
+        cuda_memory.to_host(self.device.backend, out, self.ptr)
+        return out
+
+    def copy_from(self, src) -> "Buffer":
+        """Overwrites the contents with ``src`` (an array-like of the same
+        shape, converted to this buffer's dtype). Returns the buffer."""
+        if self.readonly:
+            raise ValueError("the buffer is read-only")
+        data = np.asarray(src.numpy() if isinstance(src, Buffer) else src, dtype=self.dtype)
+        if data.shape != self.shape:
+            raise ValueError(f"copy_from: shape {data.shape} does not match the buffer's "
+                             f"{self.shape}")
+        if self.device.host_memory:
+            self.owner[...] = data
+        else:
+            from .backends.cuda import memory as cuda_memory
+            cuda_memory.to_device(self.device.backend, self.ptr, data)
+        return self
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        if self.device.kind != "cuda":
+            raise AttributeError("__cuda_array_interface__ is for CUDA device memory only")
+        # stream 1: the legacy default stream, which quicklaunch's launches use
+        return {"shape": self.shape, "typestr": self.dtype.str, "descr": self.dtype.descr,
+                "data": (self.ptr, bool(self.readonly)), "strides": None, "version": 3,
+                "stream": 1}
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        from .dlpack import device_of
+        return device_of(self)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        from .dlpack import export
+        return export(self, stream=stream, dl_device=dl_device, copy=copy)
 
     @property
     def __array_interface__(self) -> dict:
@@ -87,19 +125,32 @@ def _wrap_host(array: np.ndarray, dev: Device) -> Buffer:
                   readonly=not array.flags.writeable)
 
 
+def _gpu_alloc(shape, dtype: np.dtype, dev: Device) -> Buffer:
+    if dev.kind != "cuda":
+        raise DeviceError(f"device {dev.name} cannot allocate memory yet")
+    from .backends.cuda.memory import Allocation
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    owner = Allocation(dev.backend, nbytes)
+    return Buffer(owner.ptr, shape, dtype, dev, owner=owner)
+
+
 def empty(shape, dtype=np.float32, device=None) -> Buffer:
     """An uninitialised buffer of ``shape`` and ``dtype`` on ``device``."""
     dev = get_device(device)
     dtype = np.dtype(dtype)
     if dev.host_memory:
         return _wrap_host(_host_alloc(_shape(shape), dtype), dev)
-    raise DeviceError(f"device {dev.name} cannot allocate memory yet")
+    return _gpu_alloc(_shape(shape), dtype, dev)
 
 
 def zeros(shape, dtype=np.float32, device=None) -> Buffer:
     """A zero-filled buffer of ``shape`` and ``dtype`` on ``device``."""
     buf = empty(shape, dtype, device)
-    buf.numpy()[...] = 0
+    if buf.device.host_memory:
+        buf.numpy()[...] = 0
+    else:
+        from .backends.cuda.memory import fill_bytes
+        fill_bytes(buf.device.backend, buf.ptr, 0, buf.nbytes)
     return buf
 
 
@@ -117,4 +168,9 @@ def asarray(obj, device=None, dtype=None) -> Buffer:
         out = _host_alloc(src.shape, src.dtype)
         out[...] = src
         return _wrap_host(out, dev)
-    raise DeviceError(f"device {dev.name} cannot allocate memory yet")
+    if src.dtype.hasobject:
+        raise TypeError("an array of Python objects cannot be copied to a GPU")
+    buf = _gpu_alloc(src.shape, src.dtype, dev)
+    from .backends.cuda.memory import to_device
+    to_device(dev.backend, buf.ptr, src)
+    return buf

@@ -225,7 +225,64 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
         mod = _compile_cpu(dev, source, options, name_expressions, bool(debug), origin, where)
         mod._origin = (file, line)
         return mod
+    if dev.kind == "cuda":
+        mod = _compile_cuda(dev, source, options, name_expressions, bool(debug), origin)
+        mod._origin = (file, line)
+        return mod
     raise CompileError(f"no compiler for device {dev.name}")
+
+
+def _add_kernel(mod: Module, expr: str, symbol: str | None, k: Kernel) -> None:
+    """Registers a kernel under its expression and the names it answers to."""
+    mod._kernels[expr] = k
+    if normalize_name(expr) != expr:
+        mod._aliases[normalize_name(expr)] = expr
+    if symbol and symbol != expr:
+        mod._aliases[symbol] = expr
+    short = expr.rsplit("::", 1)[-1]
+    if short != expr and "<" not in expr:
+        mod._aliases.setdefault(short, expr)
+
+
+def _compile_cuda(dev, source, options, name_expressions, debug, origin) -> Module:
+    """NVRTC for the device's architecture, then the driver loads the cubin
+    (PTX, for the driver to finish, when NVRTC predates the GPU)."""
+    from .backends.cuda import nvrtc, program
+    from .signature import parse_kernels
+    backend = dev.backend
+    if debug:
+        options = (*options, "-G")
+    exprs = tuple(" ".join(e.split()) for e in name_expressions)
+    prog = program.compile(source, arch=nvrtc.arch_for(backend.capability), options=options,
+                           name_expressions=exprs)
+    image = prog.cubin if prog.cubin is not None else prog.ptx.encode()
+    mod = Module(dev, source, options)
+    mod.debug = debug
+    mod._library = backend.load_module(image, f"{len(prog.kernels)} kernels for {prog.arch}")
+    mod._program = prog
+    try:
+        mod._templates = {d.name for d in parse_kernels(source) if d.template is not None}
+    except ValueError:
+        mod._templates = set()
+    hook = backend.error_hook
+    for expr, info in prog.kernels.items():
+        params = tuple(Param(p.name, p.ctype, p.size, p.align, KIND_NAMES.get(p.kind, "?"))
+                       for p in info.params)
+        bad = [p.name for p in params if p.kind == "invalid"]
+        if bad:
+            raise CompileError(f"kernel '{expr}': parameter(s) {bad} are references; a "
+                               f"kernel takes values and pointers{origin}", source=source,
+                               options=options)
+        codes = bytes(p.kind for p in info.params)
+        handle = backend.function(mod._library, info.lowered_name)
+        cls = DebugKernel if debug else Kernel
+        # inline_threads: never release the GIL around cuLaunchKernel, which
+        # only queues the launch (about 2 us); a release would cost more.
+        k = cls(mod, expr, info.lowered_name, params, codes, handle,
+                backend.driver.launch_address, 2**63, hook)
+        k._source_line = getattr(info, "line", 1)
+        _add_kernel(mod, expr, info.lowered_name, k)
+    return mod
 
 
 def _compile_cpu(dev, source, options, name_expressions, debug, origin,
@@ -258,12 +315,5 @@ def _compile_cpu(dev, source, options, name_expressions, debug, origin,
         k = cls(mod, lk.expr, lk.symbol or lk.expr, params, codes, lk.handle, entry, inline,
                 hook)
         k._source_line = built.meta.get("lines", {}).get(lk.expr, 1)
-        mod._kernels[lk.expr] = k
-        if normalize_name(lk.expr) != lk.expr:
-            mod._aliases[normalize_name(lk.expr)] = lk.expr
-        if lk.symbol and lk.symbol != lk.expr:
-            mod._aliases[lk.symbol] = lk.expr
-        short = lk.expr.rsplit("::", 1)[-1]
-        if short != lk.expr and "<" not in lk.expr:
-            mod._aliases.setdefault(short, lk.expr)
+        _add_kernel(mod, lk.expr, lk.symbol, k)
     return mod

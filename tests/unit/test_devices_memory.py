@@ -23,7 +23,6 @@ def test_cpu_device():
 
 
 @pytest.mark.parametrize("spec, pattern", [
-    ("cuda", r"no CUDA backend yet; use device='cpu'"),
     ("hip:1", r"no HIP backend yet"),
     ("tpu", r"unknown device 'tpu'"),
     ("cpu:1", r"there is one CPU device"),
@@ -32,6 +31,24 @@ def test_cpu_device():
 def test_bad_device_names(spec, pattern):
     with pytest.raises(ql.DeviceError, match=pattern):
         ql.device(spec)
+
+
+def test_cuda_without_a_driver_falls_back_to_cpu(monkeypatch, tmp_path):
+    from quicklaunch import devices
+    from quicklaunch.backends.cuda import driver
+    monkeypatch.setenv("QUICKLAUNCH_LIBCUDA", str(tmp_path / "libcuda.so.1"))
+    monkeypatch.delenv("QUICKLAUNCH_DEVICE", raising=False)
+    monkeypatch.setattr(devices, "_gpu_probe", [])
+    driver._reset_for_tests()
+    try:
+        with pytest.raises(ql.DeviceError, match=r"the CUDA driver could not be opened .*"
+                                                 r"install the NVIDIA driver, or use "
+                                                 r"device='cpu'"):
+            ql.device("cuda:1")
+        assert ql.device().kind == "cpu"
+        assert not driver.available()
+    finally:
+        driver._reset_for_tests()
 
 
 def test_device_name_must_be_a_string():

@@ -34,15 +34,18 @@ extern "C" __global__ void empty16(float a, const float *x, float *y, int n,
 """
 
 
-def _args(n: int):
-    x = np.ones(16, np.float32)
-    y = np.zeros(16, np.float32)
+def _args(n: int, dev=None):
+    """The arguments, as arrays of the device's memory (NumPy on the CPU)."""
+    def mem(a):
+        return a if dev is None or dev.host_memory else ql.asarray(a, device=dev)
+    x = mem(np.ones(16, np.float32))
+    y = mem(np.zeros(16, np.float32))
     a4 = (2.0, x, y, 16)
     if n == 4:
         return a4
     d = np.ones(16, np.float64)
     i = np.ones(16, np.int32)
-    return a4 + (1.5, x, y, 16, 0.5, d, d.copy(), 7, 3, i, i.copy(), 9)
+    return a4 + (1.5, x, y, 16, 0.5, mem(d), mem(d.copy()), 7, 3, mem(i), mem(i.copy()), 9)
 
 
 def _c_params(kernel, args):
@@ -53,7 +56,7 @@ def _c_params(kernel, args):
                  "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64}
     for p, a in zip(kernel.params, args):
         if p.kind.endswith("pointer"):
-            h = ctypes.c_void_p(a.ctypes.data)
+            h = ctypes.c_void_p(a.ptr if isinstance(a, ql.Buffer) else a.ctypes.data)
         else:
             h = ctypes_of[p.kind](a)
         holders.append(h)
@@ -70,7 +73,8 @@ def _timers(mod, dbg, n: int, lib, entry: int) -> dict:
     """{row: fn(iters) -> ns per launch} for the kernel with n parameters."""
     k = mod.get_kernel(f"empty{n}")
     stub = dbg.get_kernel(f"empty{n}").configure(1, 1)
-    args = _args(n)
+    dev = mod.device
+    args = _args(n, dev)
     run = k.configure(1, 1)
     floor = _floor.nothing
 
@@ -131,6 +135,7 @@ def _timers(mod, dbg, n: int, lib, entry: int) -> dict:
 
     def timed(fn):
         def run_it(it):
+            dev.synchronize()  # a GPU's queue starts empty for every row
             t0 = time.perf_counter_ns()
             fn(it)
             return (time.perf_counter_ns() - t0) / it
@@ -150,8 +155,11 @@ def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None) 
     mod = ql.compile(SOURCE, device=dev)
     dbg = ql.compile(SOURCE, device=dev, debug=True)
     lib = baseline_library()
-    from ..backends.cpu import runtime
-    entry = runtime.launch_entry()
+    if dev.kind == "cpu":
+        from ..backends.cpu import runtime
+        entry = runtime.launch_entry()
+    else:  # the same C loop, calling cuLaunchKernel itself
+        entry = dev.backend.driver.launch_address
     timers = {n: _timers(mod, dbg, n, lib, entry) for n in (4, 16)}
     for per_n in timers.values():          # warm up every path once
         for fn in per_n.values():

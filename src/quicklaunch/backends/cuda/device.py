@@ -1,0 +1,155 @@
+"""A CUDA GPU as a quicklaunch device: its primary context, its architecture
+and limits (queried once), module loading, and the launch error hook.
+
+The primary context is made current on the thread that opens the device. A
+launch from another thread that has no current context fails in the driver
+with CUDA_ERROR_INVALID_CONTEXT; the error hook then makes the context
+current and asks the launcher to retry, once. So the fast path never asks
+the driver which context is current.
+"""
+from __future__ import annotations
+
+import ctypes
+import threading
+from ctypes import byref, c_int, c_size_t, c_uint64, c_void_p
+
+from ...devices import Device, Limits
+from ...errors import DeviceError, LaunchError
+from . import driver as drv
+
+# CUdevice_attribute
+_ATTR = {"max_threads": 1, "block_x": 2, "block_y": 3, "block_z": 4, "grid_x": 5, "grid_y": 6,
+         "grid_z": 7, "warp": 10, "sms": 16, "major": 75, "minor": 76, "shared_optin": 97}
+# CUfunction_attribute
+FUNC_SHARED_SIZE_BYTES = 1
+FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+
+
+class CudaDevice:
+    """The driver-side state of one GPU, kept on its Device as ``backend``."""
+
+    def __init__(self, d: drv.Driver, ordinal: int):
+        self.driver = d
+        self.ordinal = ordinal
+        handle = c_int()
+        d.check(d.cuDeviceGet(byref(handle), ordinal), f"cuDeviceGet({ordinal})")
+        self.handle = handle.value
+        name = ctypes.create_string_buffer(256)
+        d.check(d.cuDeviceGetName(name, 256, self.handle), "cuDeviceGetName")
+        self.name = name.value.decode(errors="replace")
+        self.attrs = {k: self._attribute(v) for k, v in _ATTR.items()}
+        self.capability = (self.attrs["major"], self.attrs["minor"])
+        self.arch = f"sm_{self.attrs['major']}{self.attrs['minor']}"
+        memory = c_size_t()
+        d.check(d.cuDeviceTotalMem(byref(memory), self.handle), "cuDeviceTotalMem")
+        self.total_memory = memory.value
+        ctx = c_void_p()
+        d.check(d.cuDevicePrimaryCtxRetain(byref(ctx), self.handle),
+                "cuDevicePrimaryCtxRetain")
+        self.context = ctx.value
+        self.make_current()
+
+    def _attribute(self, attr: int) -> int:
+        out = c_int()
+        self.driver.check(self.driver.cuDeviceGetAttribute(byref(out), attr, self.handle),
+                          f"cuDeviceGetAttribute({attr})")
+        return out.value
+
+    def make_current(self) -> None:
+        """Makes this device's primary context current on the calling thread."""
+        self.driver.check(self.driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+
+    def current(self) -> bool:
+        ctx = c_void_p()
+        return (self.driver.cuCtxGetCurrent(byref(ctx)) == 0 and ctx.value == self.context)
+
+    def call(self, status_of, what: str, hint: str = ""):
+        """Runs a driver call with this context current (made current first
+        if the calling thread has none or another)."""
+        if not self.current():
+            self.make_current()
+        self.driver.check(status_of(), what, hint)
+
+    def synchronize(self) -> None:
+        self.call(lambda: self.driver.cuCtxSynchronize(), "cuCtxSynchronize")
+
+    def limits(self) -> Limits:
+        a = self.attrs
+        return Limits(max_threads_per_block=a["max_threads"],
+                      max_block_dims=(a["block_x"], a["block_y"], a["block_z"]),
+                      max_grid_dims=(a["grid_x"], a["grid_y"], a["grid_z"]),
+                      max_shared_per_block=a["shared_optin"], warp_size=a["warp"])
+
+    # ------------------------------------------------------------ modules
+    def load_module(self, image: bytes, what: str) -> int:
+        module = c_void_p()
+        buf = ctypes.create_string_buffer(image, len(image) + 1)  # PTX needs its NUL
+        self.call(lambda: self.driver.cuModuleLoadData(byref(module), buf),
+                  f"cuModuleLoadData ({what})")
+        return module.value
+
+    def function(self, module: int, lowered_name: str) -> int:
+        fn = c_void_p()
+        self.call(lambda: self.driver.cuModuleGetFunction(byref(fn), module,
+                                                          lowered_name.encode()),
+                  f"cuModuleGetFunction({lowered_name})")
+        # Dynamic shared memory above 48 KiB needs a per-function opt-in:
+        # grant the device's whole allowance once, at load, not per launch.
+        static = c_int()
+        self.call(lambda: self.driver.cuFuncGetAttribute(byref(static), FUNC_SHARED_SIZE_BYTES,
+                                                         fn.value),
+                  "cuFuncGetAttribute(SHARED_SIZE_BYTES)")
+        allowance = self.attrs["shared_optin"] - static.value
+        if allowance > 48 * 1024:
+            self.call(lambda: self.driver.cuFuncSetAttribute(
+                fn.value, FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, allowance),
+                "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
+        return fn.value
+
+    def global_address(self, module: int, name: str) -> tuple[int, int]:
+        ptr, size = c_uint64(), c_size_t()
+        self.call(lambda: self.driver.cuModuleGetGlobal(byref(ptr), byref(size), module,
+                                                        name.encode()),
+                  f"cuModuleGetGlobal({name})")
+        return ptr.value, size.value
+
+    def unload(self, module: int) -> None:
+        if self.current():
+            self.driver.cuModuleUnload(module)
+
+    # ------------------------------------------------------------ launches
+    def error_hook(self, kernel, status: int):
+        """Turns a cuLaunchKernel status into the exception to raise, or None
+        (the launcher then retries once) after making the context current on
+        a thread that had none."""
+        if status == drv.CUDA_ERROR_INVALID_CONTEXT and not self.current():
+            self.make_current()
+            return None
+        err = self.driver.error(status, f"launch of kernel '{kernel.name}'")
+        return LaunchError(str(err))
+
+
+_open_lock = threading.Lock()
+
+
+def open_device(ordinal: int, cuda_id: int) -> Device:
+    """ql.device("cuda:N"): raises DeviceError when there is no such GPU."""
+    try:
+        d = drv.driver()
+    except drv.CudaError as exc:
+        raise DeviceError(f"the CUDA driver did not initialise: {exc}; use device='cpu'") \
+            from None
+    count = c_int()
+    d.check(d.cuDeviceGetCount(byref(count)), "cuDeviceGetCount")
+    if ordinal >= count.value:
+        have = f"{count.value} CUDA device{'s' if count.value != 1 else ''}"
+        raise DeviceError(f"device 'cuda:{ordinal}': this machine has {have}"
+                          + ("; use device='cpu'" if not count.value else
+                             f" (cuda:0 to cuda:{count.value - 1})"))
+    with _open_lock:
+        backend = CudaDevice(d, ordinal)
+    mem = backend.total_memory / 2**30
+    desc = (f"{backend.name}, {backend.arch}, {backend.attrs['sms']} SMs, {mem:.0f} GiB, "
+            f"driver {d.version // 1000}.{d.version % 1000 // 10}")
+    return Device("cuda", ordinal, cuda_id, desc, limits=backend.limits(), host_memory=False,
+                  backend=backend)
