@@ -8,7 +8,7 @@ Prints a Markdown table and writes DIR/results.json and DIR/results.md
 (default DIR: benchmarks/results/gpu). A peer that is missing, fails or
 crashes is a row that says why. Exit status 0 when quicklaunch's own rows
 were measured. Method: benchmarks/README.md ("CUDA launch overhead");
-machinery: src/quicklaunch/bench/gpu.py and gpu_sources.py;
+machinery: src/quicklaunch/bench/gpu.py (its docstring maps the gpu_*.py modules);
 the one-call check for a fresh GPU machine: benchmarks/gpu_check.sh.
 """
 import sys

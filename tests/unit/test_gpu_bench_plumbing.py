@@ -14,8 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quicklaunch.bench import gpu, gpu_sources
-from quicklaunch.bench.gpu import (
+from quicklaunch.bench import (
+    gpu_baseline,
+    gpu_facts,
+    gpu_kernels,
+    gpu_measure,
+    gpu_report,
+    gpu_run,
+    gpu_timers,
+    gpu_workers,
+)
+from quicklaunch.bench.gpu_model import (
     ERROR,
     INFLIGHT,
     LAUNCH,
@@ -41,7 +50,7 @@ def _const(value, calls=None, tag=None):
 
 
 def _missing(ctx):
-    gpu_sources.need("quicklaunch_no_such_module", "no-such-package")
+    gpu_kernels.need("quicklaunch_no_such_module", "no-such-package")
 
 
 def _raising(ctx):
@@ -76,7 +85,7 @@ BY_NAME = {s.name: s for s in FAKES}
 
 
 def test_missing_peer_is_a_skipped_row_naming_the_package():
-    rows = gpu.setup_source(BY_NAME["missing"], Context(), iters=10)
+    rows = gpu_measure.setup_source(BY_NAME["missing"], Context(), iters=10)
     assert [r.status for r in rows] == [SKIPPED]
     assert "no-such-package is not installed" in rows[0].reason
 
@@ -84,12 +93,12 @@ def test_missing_peer_is_a_skipped_row_naming_the_package():
 def test_plain_import_error_is_skipped_too():
     def setup(ctx):
         import quicklaunch_no_such_module  # noqa: F401
-    rows = gpu.setup_source(Source("p", _spec("p", "x"), setup), Context(), iters=10)
+    rows = gpu_measure.setup_source(Source("p", _spec("p", "x"), setup), Context(), iters=10)
     assert rows[0].status == SKIPPED and "not importable" in rows[0].reason
 
 
 def test_raising_peer_gives_every_declared_row_with_the_reason():
-    rows = gpu.setup_source(BY_NAME["raising"], Context(), iters=10)
+    rows = gpu_measure.setup_source(BY_NAME["raising"], Context(), iters=10)
     assert [r.id for r in rows] == ["raising.x", "raising.y"]
     assert {r.status for r in rows} == {ERROR}
     assert rows[0].reason == "RuntimeError: the driver said no second line"
@@ -99,7 +108,8 @@ def test_row_without_timer_and_per_cell_failures():
     def setup(ctx):
         return {"p.x": {4: _const(1.0), 16: ValueError("bad 16")},
                 "p.y": RuntimeError("only this row")}
-    rows = gpu.setup_source(Source("p", _spec("p", "x", "y", "z"), setup), Context(), iters=10)
+    rows = gpu_measure.setup_source(Source("p", _spec("p", "x", "y", "z"), setup), Context(),
+                                    iters=10)
     x, y, z = rows
     assert x.status == OK and list(x.timers) == [4] and x.cells[16] == "ValueError: bad 16"
     assert y.status == ERROR and y.reason == "RuntimeError: only this row"
@@ -108,12 +118,12 @@ def test_row_without_timer_and_per_cell_failures():
 
 def test_measure_goes_round_robin_and_takes_medians():
     calls = []
-    rows = gpu.setup_source(
+    rows = gpu_measure.setup_source(
         Source("p", _spec("p", "x", "y"),
                lambda ctx: {"p.x": {n: _const(float(n), calls, ("x", n)) for n in ctx.params},
                             "p.y": {n: _const(2.0 * n, calls, ("y", n)) for n in ctx.params}}),
         Context(), iters=5)
-    done = gpu.measure(rows, repeats=3)
+    done = gpu_measure.measure(rows, repeats=3)
     assert done["repeats"] == 3
     one_round = [("x", 4), ("x", 16), ("y", 4), ("y", 16)]
     assert calls == one_round * 4           # a warm-up round, then 3 rounds in the same order
@@ -129,22 +139,22 @@ def test_a_timer_that_fails_later_loses_only_its_cell():
             raise OSError("device lost")
         return 5.0
 
-    rows = gpu.setup_source(
+    rows = gpu_measure.setup_source(
         Source("p", _spec("p", "x", "y"),
                lambda ctx: {"p.x": {4: flaky, 16: _const(3.0)}, "p.y": {4: _const(1.0)}}),
         Context(), iters=5)
-    gpu.measure(rows, repeats=4)
+    gpu_measure.measure(rows, repeats=4)
     x, y = rows
     assert x.status == OK and 4 not in x.timers and x.cells[4] == "OSError: device lost"
     assert len(x.samples[16]) == 4 and len(y.samples[4]) == 4
 
 
 def test_negative_or_nan_figures_are_failures():
-    rows = gpu.setup_source(
+    rows = gpu_measure.setup_source(
         Source("p", _spec("p", "x"), lambda ctx: {"p.x": {4: _const(-201.0),
                                                           16: _const(float("nan"))}}),
         Context(), iters=5)
-    gpu.measure(rows, repeats=2)
+    gpu_measure.measure(rows, repeats=2)
     assert rows[0].status == ERROR and not rows[0].samples
 
 
@@ -152,39 +162,41 @@ def test_budget_cuts_the_rounds():
     def slow(iters):
         time.sleep(0.02)
         return 1.0
-    rows = gpu.setup_source(Source("p", _spec("p", "x"), lambda ctx: {"p.x": {4: slow}}),
-                            Context(params=(4,)), iters=5)
-    done = gpu.measure(rows, repeats=50, budget=0.05)
+    rows = gpu_measure.setup_source(Source("p", _spec("p", "x"), lambda ctx: {"p.x": {4: slow}}),
+                                    Context(params=(4,)), iters=5)
+    done = gpu_measure.measure(rows, repeats=50, budget=0.05)
     assert 1 <= done["repeats"] < 50
 
 
 def test_spelled_loop_calls_with_the_arguments_spelled_out():
     seen = []
-    loop = gpu.spelled_loop(f"f({gpu.arglist(3)})",
-                            {"f": lambda *a: seen.append(a), **gpu.argenv((1, "x", 2.5))})
+    loop = gpu_timers.spelled_loop(
+        f"f({gpu_timers.arglist(3)})",
+        {"f": lambda *a: seen.append(a), **gpu_timers.argenv((1, "x", 2.5))})
     loop(2)
     assert seen == [(1, "x", 2.5)] * 2
 
 
 def test_batched_timer_synchronises_after_every_batch():
     log = []
-    timer = gpu.batched(lambda n: log.append(("launch", n)), lambda: log.append("sync"), 4)
+    timer = gpu_timers.batched(lambda n: log.append(("launch", n)), lambda: log.append("sync"),
+                               4)
     assert timer(10) >= 0
     assert log == ["sync", ("launch", 4), "sync", ("launch", 4), "sync", ("launch", 2), "sync"]
 
 
 def _run(sources, **kw):
-    return gpu.run(sources, Context(), iters=10, repeats=2, budget=None, probe=False, **kw)
+    return gpu_run.run(sources, Context(), iters=10, repeats=2, budget=None, probe=False, **kw)
 
 
 def test_results_json_and_markdown(tmp_path):
     ctx = Context()
-    result = gpu.run([BY_NAME["working"], BY_NAME["missing"], BY_NAME["raising"]], ctx,
-                     iters=10, repeats=2, budget=None, probe=False)
-    data = gpu.result_json(result, ctx, {"iters": 10, "repeats": 2},
-                           {"machine": gpu.machine(), "gpu": {"name": "Test GPU"},
-                            "versions": {"numpy": np.__version__}})
-    js, md = gpu.write(data, tmp_path / "out")
+    result = gpu_run.run([BY_NAME["working"], BY_NAME["missing"], BY_NAME["raising"]], ctx,
+                         iters=10, repeats=2, budget=None, probe=False)
+    data = gpu_report.result_json(result, ctx, {"iters": 10, "repeats": 2},
+                                  {"machine": gpu_facts.machine(), "gpu": {"name": "Test GPU"},
+                                   "versions": {"numpy": np.__version__}})
+    js, md = gpu_report.write(data, tmp_path / "out")
     loaded = json.loads(js.read_text())
     rows = {r["id"]: r for r in loaded["rows"]}
     assert list(rows) == ["fake.a", "fake.b", "missing.x", "raising.x", "raising.y"]
@@ -210,8 +222,8 @@ def test_markdown_differences_against_the_c_baseline():
     rows[2].samples = {4: [2000.0]}
     result = {"rows": rows, "probes": {}, "mode": "in-process",
               "measured": {"repeats": 1, "seconds": 0}, "seconds": 0}
-    data = gpu.result_json(result, Context(), {"iters": 1}, {"machine": {}, "gpu": {}})
-    text = gpu.markdown(data)
+    data = gpu_report.result_json(result, Context(), {"iters": 1}, {"machine": {}, "gpu": {}})
+    text = gpu_report.markdown(data)
     assert "| configured | 1040.0 | 1150.0 | +40.0 | +50.0 |" in text
     assert "| in flight | 2000.0 | — |" in text
 
@@ -232,8 +244,8 @@ def child_path(monkeypatch):
 def test_probes_turn_crashes_hangs_and_missing_peers_into_rows(child_path):
     ctx = Context()
     t0 = time.monotonic()
-    result = gpu.run(FAKES, ctx, iters=10, repeats=1, budget=None, probe=True,
-                     probe_timeout=3, sources_ref=HERE)
+    result = gpu_run.run(FAKES, ctx, iters=10, repeats=1, budget=None, probe=True,
+                         probe_timeout=3, sources_ref=HERE)
     assert time.monotonic() - t0 < 8
     rows = {r.id: r for r in result["rows"]}
     assert rows["crashing.x"].status == ERROR and "SIGABRT" in rows["crashing.x"].reason
@@ -246,8 +258,8 @@ def test_probes_turn_crashes_hangs_and_missing_peers_into_rows(child_path):
 
 
 def test_isolated_mode_measures_in_children(child_path):
-    result = gpu.run([BY_NAME["working"], BY_NAME["crashing"]], Context(), iters=10, repeats=2,
-                     budget=1, isolated=True, probe_timeout=10, sources_ref=HERE)
+    result = gpu_run.run([BY_NAME["working"], BY_NAME["crashing"]], Context(), iters=10,
+                         repeats=2, budget=1, isolated=True, probe_timeout=10, sources_ref=HERE)
     rows = {r.id: r for r in result["rows"]}
     assert rows["fake.a"].samples[16] == [116.0, 116.0]
     assert "SIGABRT" in rows["crashing.x"].reason
@@ -257,7 +269,8 @@ def test_without_a_cuda_driver_quicklaunch_rows_say_why(tmp_path):
     env = dict(os.environ, QUICKLAUNCH_LIBCUDA=str(tmp_path / "no" / "libcuda.so.1"))
     out = tmp_path / "rows.json"
     proc = subprocess.run([sys.executable, "-m", "quicklaunch.bench.gpu", "worker", "--source",
-                           "quicklaunch", "--json", str(out)], env=gpu._child_env() | env,
+                           "quicklaunch", "--json", str(out)],
+                          env=gpu_workers._child_env() | env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = json.loads(out.read_text())["rows"]
@@ -267,17 +280,17 @@ def test_without_a_cuda_driver_quicklaunch_rows_say_why(tmp_path):
 
 
 def test_bench_kernels_follow_the_cpu_benchmark_source():
-    kinds = gpu_sources.bench_kernels()[2]
+    kinds = gpu_kernels.bench_kernels()[2]
     assert kinds[4] == ["float32", None, None, "int32"]
     assert kinds[16] == ["float32", None, None, "int32", "float32", None, None, "int32",
                          "float64", None, None, "int64", "uint32", None, None, "uint64"]
     made = []
-    args = gpu_sources.typed_args(16, lambda a: made.append(a) or object())
+    args = gpu_kernels.typed_args(16, lambda a: made.append(a) or object())
     assert args[1] is args[5] and args[2] is args[6]       # x and y given twice, as on the CPU
     assert args[9] is not args[10]                          # d and d.copy()
     assert len(made) == 6 and isinstance(args[8], np.float64) and isinstance(args[15], np.uint64)
-    assert gpu_sources.typed_args(4, lambda a: a, "python")[0] == 2.0
-    assert type(gpu_sources.typed_args(4, lambda a: a, "python")[3]) is int
+    assert gpu_kernels.typed_args(4, lambda a: a, "python")[0] == 2.0
+    assert type(gpu_kernels.typed_args(4, lambda a: a, "python")[3]) is int
 
 
 def test_c_params_block_holds_each_value_at_its_own_address():
@@ -296,7 +309,7 @@ def test_c_params_block_holds_each_value_at_its_own_address():
     class Iface:
         __cuda_array_interface__ = {"data": (0xBEEF00, False)}
 
-    block, _keep = gpu_sources.c_params(K, (2.5, Buf(0x1000), Iface(), -3, 2**64 - 1))
+    block, _keep = gpu_baseline.c_params(K, (2.5, Buf(0x1000), Iface(), -3, 2**64 - 1))
     read = [ctypes.cast(block[i], ctypes.POINTER(t)).contents.value for i, t in
             enumerate((ctypes.c_float, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int32,
                        ctypes.c_uint64))]
@@ -306,15 +319,15 @@ def test_c_params_block_holds_each_value_at_its_own_address():
         params = (P("s", "struct"),)
 
     with pytest.raises(TypeError, match="kind struct"):
-        gpu_sources.c_params(S, (b"xx",))
+        gpu_baseline.c_params(S, (b"xx",))
 
 
 @pytest.fixture(scope="module")
 def baseline_lib(tmp_path_factory):
-    if gpu_sources.find_cc() is None:
+    if gpu_baseline.find_cc() is None:
         pytest.skip("no C compiler")
-    return gpu_sources.build_cuda_baseline(tmp_path_factory.mktemp("cb"),
-                                           extra_flags=("-Wall", "-Wextra", "-Werror"))
+    return gpu_baseline.build_cuda_baseline(tmp_path_factory.mktemp("cb"),
+                                            extra_flags=("-Wall", "-Wextra", "-Werror"))
 
 
 def test_cuda_baseline_compiles_and_exports_its_entry_points(baseline_lib):
@@ -328,7 +341,7 @@ def test_cuda_baseline_compiles_and_exports_its_entry_points(baseline_lib):
 def test_cuda_baseline_without_a_driver_says_why(baseline_lib, tmp_path):
     missing = tmp_path / "libcuda.so.1"
     with pytest.raises(RuntimeError, match=r"dlopen\(.*libcuda\.so\.1\) failed"):
-        gpu_sources.CudaBaseline(baseline_lib, missing, 12000)
+        gpu_baseline.CudaBaseline(baseline_lib, missing, 12000)
 
 
 def test_end_to_end_on_the_fake_driver(tmp_path):
@@ -336,7 +349,7 @@ def test_end_to_end_on_the_fake_driver(tmp_path):
     result checks): quicklaunch's rows and the C baseline's are measured and
     the C loop calls the very cuLaunchKernel quicklaunch calls."""
     fake = ROOT / "tests" / "cuda_fake" / "fake_libcuda.c"
-    if not fake.exists() or gpu_sources.find_cc() is None:
+    if not fake.exists() or gpu_baseline.find_cc() is None:
         pytest.skip("no fake CUDA driver source or no C compiler")
     try:
         import quicklaunch as ql
@@ -344,11 +357,11 @@ def test_end_to_end_on_the_fake_driver(tmp_path):
     except Exception as exc:
         pytest.skip(f"no NVRTC: {exc}")
     lib = tmp_path / "libcuda.so.1"
-    build = subprocess.run([gpu_sources.find_cc(), "-O1", "-shared", "-fPIC", "-pthread", "-o",
+    build = subprocess.run([gpu_baseline.find_cc(), "-O1", "-shared", "-fPIC", "-pthread", "-o",
                             str(lib), str(fake)], capture_output=True, text=True)
     if build.returncode:
         pytest.skip(f"the fake driver did not build: {build.stderr[-300:]}")
-    env = gpu._child_env() | {"QUICKLAUNCH_LIBCUDA": str(lib)}
+    env = gpu_workers._child_env() | {"QUICKLAUNCH_LIBCUDA": str(lib)}
     out = tmp_path / "out"
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "gpu_launch.py"), "--no-check", "--no-probe",

@@ -1,0 +1,145 @@
+"""The peers whose kernels are written in Python: Numba-CUDA, Triton, Warp.
+
+Each defines the benchmark's two empty kernels (4 and 16 parameters, the
+types of quicklaunch.bench.launch.SOURCE) with its own decorator and
+launches them through its documented, everyday path (Triton and Warp pick
+their own block size). Each setup runs only when its package imports;
+anything missing or failing becomes the row's reason.
+
+No ``from __future__ import annotations`` here: Warp reads the kernels'
+parameter annotations as objects.
+"""
+import functools
+
+from .gpu_kernels import need, ordinal, typed_args
+from .gpu_model import LAUNCH, RowSpec, Skip, Source
+from .gpu_timers import argenv, arglist, batched, spelled_loop
+
+
+def _setup_numba(ctx):
+    numba = need("numba", "numba-cuda")
+    cuda = need("numba.cuda", "numba-cuda")
+    try:
+        numba.config.CUDA_LOW_OCCUPANCY_WARNINGS = 0
+    except AttributeError:
+        pass
+    if not cuda.is_available():
+        raise Skip("numba.cuda.is_available() is False (no GPU or no usable driver/NVVM "
+                   "for Numba)")
+    cuda.select_device(ordinal(ctx.device))
+
+    @cuda.jit
+    def empty4(a, x, y, n):
+        pass
+
+    @cuda.jit
+    def empty16(a, x, y, n, b, u, v, m, c, p, q, k, s, r, t, w):
+        pass
+
+    kernels = {4: empty4, 16: empty16}
+    out = {"numba.indexed": {}, "numba.configured": {}}
+    for n in ctx.params:
+        kern = kernels[n]
+        args = typed_args(n, lambda a: cuda.device_array(a.shape, a.dtype), "python")
+        env = {"kern": kern, "cfg": kern[1, 1], **argenv(args)}
+        out["numba.indexed"][n] = batched(spelled_loop(f"kern[1, 1]({arglist(n)})", env),
+                                          cuda.synchronize, ctx.batch)
+        out["numba.configured"][n] = batched(spelled_loop(f"cfg({arglist(n)})", env),
+                                             cuda.synchronize, ctx.batch)
+    return out
+
+
+def _setup_triton(ctx):
+    torch = need("torch", "torch (Triton's launches take torch tensors)")
+    triton = need("triton", "triton")
+    if not torch.cuda.is_available():
+        raise Skip("torch.cuda.is_available() is False, and Triton launches through torch's "
+                   "CUDA device")
+    dev = torch.device("cuda", ordinal(ctx.device))
+    torch.cuda.set_device(dev)
+
+    @triton.jit
+    def empty4(a, x, y, n):
+        pass
+
+    @triton.jit
+    def empty16(a, x, y, n, b, u, v, m, c, p, q, k, s, r, t, w):
+        pass
+
+    kernels = {4: empty4, 16: empty16}
+    dtypes = {"float32": torch.float32, "float64": torch.float64, "int32": torch.int32}
+    out = {"triton.launch": {}}
+    for n in ctx.params:
+        kern = kernels[n]
+        args = typed_args(n, lambda a: torch.empty(a.shape, dtype=dtypes[str(a.dtype)],
+                                                   device=dev), "python")
+        loop = spelled_loop(f"kern[(1,)]({arglist(n)})", {"kern": kern, **argenv(args)})
+        out["triton.launch"][n] = batched(loop, torch.cuda.synchronize, ctx.batch)
+    return out
+
+
+def _setup_warp(ctx):
+    wp = need("warp", "warp-lang")
+    try:
+        wp.config.quiet = True
+    except AttributeError:
+        pass
+    wp.init()
+    if not wp.is_cuda_available():
+        raise Skip("warp.is_cuda_available() is False")
+    device = wp.get_device(f"cuda:{ordinal(ctx.device)}")
+
+    def empty4(a: float, x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
+               n: int):
+        pass
+
+    def empty16(a: float, x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
+                n: int, b: float, u: wp.array(dtype=wp.float32), v: wp.array(dtype=wp.float32),
+                m: int, c: wp.float64, p: wp.array(dtype=wp.float64),
+                q: wp.array(dtype=wp.float64), k: wp.int64, s: wp.uint32,
+                r: wp.array(dtype=wp.int32), t: wp.array(dtype=wp.int32), w: wp.uint64):
+        pass
+
+    kernels = {}
+    for n, fn in ((4, empty4), (16, empty16)):
+        try:
+            kernels[n] = wp.kernel(fn, module="unique")
+        except TypeError:                   # releases without per-kernel modules
+            kernels[n] = wp.kernel(fn)
+    dtypes = {"float32": wp.float32, "float64": wp.float64, "int32": wp.int32}
+    sync = functools.partial(wp.synchronize_device, device)
+    out = {"warp.launch": {}, "warp.recorded": {}}
+    for n in ctx.params:
+        kern = kernels[n]
+        args = typed_args(n, lambda a: wp.empty(a.shape, dtype=dtypes[str(a.dtype)],
+                                                device=device), "python")
+        cmd = wp.launch(kern, dim=1, inputs=list(args), device=device, record_cmd=True)
+        env = {"wp": wp, "kern": kern, "device": device, "cmd": cmd, **argenv(args)}
+        out["warp.launch"][n] = batched(
+            spelled_loop(f"wp.launch(kern, dim=1, inputs=[{arglist(n)}], device=device)", env),
+            sync, ctx.batch)
+        out["warp.recorded"][n] = batched(spelled_loop("cmd.launch()", env), sync, ctx.batch)
+    return out
+
+
+JIT_PEERS = [
+    Source("numba", (
+        RowSpec("numba.indexed", "Numba-CUDA k[1, 1](...)", LAUNCH,
+                "@cuda.jit; type dispatch on every call; device arrays; low-occupancy "
+                "warnings off (NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS=0)"),
+        RowSpec("numba.configured", "Numba-CUDA cfg = k[1, 1] once", LAUNCH,
+                "the launch configuration bound once, then cfg(a, x, y, n)")),
+        _setup_numba, ("numba-cuda", "numba", "llvmlite")),
+    Source("triton", (RowSpec(
+        "triton.launch", "Triton k[(1,)](...)", LAUNCH,
+        "@triton.jit, the normal launch path (binder, specialisation key, launcher); "
+        "torch tensors; 4 warps per block"),),
+        _setup_triton, ("triton", "torch")),
+    Source("warp", (
+        RowSpec("warp.launch", "Warp wp.launch", LAUNCH,
+                "wp.launch(k, dim=1, inputs=[...]); wp.arrays; Warp's block of 256"),
+        RowSpec("warp.recorded", "Warp recorded Launch.launch()", LAUNCH,
+                "wp.launch(..., record_cmd=True) once, then replayed: fixed arguments, "
+                "like the C baseline's prebuilt block")),
+        _setup_warp, ("warp-lang",)),
+]
