@@ -27,9 +27,11 @@ setup(
         Extension(
             "quicklaunch.backends.cpu._runtime",
             sources=["src/quicklaunch/backends/cpu/runtime.c",
-                     "src/quicklaunch/backends/cpu/fault.c"],
+                     "src/quicklaunch/backends/cpu/fault.c",
+                     "src/quicklaunch/backends/cpu/streams.c"],
             depends=["src/quicklaunch/backends/cpu/include/ql_cpu_abi.h",
-                     "src/quicklaunch/backends/cpu/fault.h"],
+                     "src/quicklaunch/backends/cpu/fault.h",
+                     "src/quicklaunch/backends/cpu/streams.h"],
             extra_compile_args=C_FLAGS,
             libraries=["pthread"],
         ),

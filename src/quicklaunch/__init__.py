@@ -11,6 +11,8 @@ from .memory import Buffer, asarray, empty, zeros
 from .module import Kernel, KernelNotFoundError, Module, Param, compile
 from .debug import LaunchWarning
 from .trace import trace
+from .streams import Event, Stream
+from .graphs import Graph, graph
 from . import cuda
 
 _launch._register_errors(LaunchError, LaunchTypeError, LaunchValueError, LaunchOverflowError)
@@ -25,6 +27,7 @@ __all__ = [
     "compile", "Module", "Kernel", "Launcher", "Param", "device", "default_device", "Device",
     "Buffer", "empty", "zeros", "asarray", "QuicklaunchError", "CompileError", "LaunchError",
     "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
-    "DeviceError", "CudaError", "KernelNotFoundError", "LaunchWarning", "trace", "__version__",
+    "DeviceError", "CudaError", "KernelNotFoundError", "LaunchWarning", "trace",
+    "Stream", "Event", "graph", "Graph", "__version__",
     "cuda",
 ]

@@ -375,6 +375,14 @@ static __attribute__((noinline, cold)) int launch_failed(
  * costs the launch one never-taken branch. */
 static PyObject *trace_hook;
 
+/* ql.graph: a callable while a graph is being recorded, else NULL. It gets
+ * (kernel, grid, block, shared, stream, parameter block bytes, args) and
+ * returns True when it recorded the launch (which then does not run). */
+static PyObject *capture_hook;
+
+/* trace_hook or capture_hook: the one flag the fast path tests. */
+static PyObject *slow_hooks;
+
 static uint64_t now_ns(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -415,6 +423,26 @@ static __attribute__((noinline, cold)) int traced_launch(
     return status;
 }
 
+/* While a graph records: hand the launch to the recorder. Returns 1 if it
+ * took the launch, 0 if the launch should run, -1 on error. */
+static __attribute__((noinline, cold)) int capture_launch(
+    KernelCore *k, const uint32_t *grid, const uint32_t *block, uint32_t shared, void *stream,
+    const char *params, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *hook = capture_hook;
+    Py_INCREF(hook);
+    PyObject *argt = PyTuple_New(nargs);
+    for (Py_ssize_t i = 0; argt && i < nargs; ++i) PyTuple_SET_ITEM(argt, i, Py_NewRef(args[i]));
+    PyObject *r = argt ? PyObject_CallFunction(
+        hook, "O(III)(III)IKy#N", (PyObject *)k, grid[0], grid[1], grid[2], block[0], block[1],
+        block[2], shared, (unsigned long long)(uintptr_t)stream, params,
+        (Py_ssize_t)k->param_bytes, argt) : NULL;
+    Py_DECREF(hook);
+    if (!r) return -1;
+    int took = PyObject_IsTrue(r);
+    Py_DECREF(r);
+    return took;
+}
+
 static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const uint32_t *grid, const uint32_t *block,
                      uint32_t shared, void *stream, int release_gil,
                      PyObject *const *args, Py_ssize_t nargs) {
@@ -431,7 +459,13 @@ static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const 
         return -1;
     }
     int status;
-    if (__builtin_expect(trace_hook != NULL, 0)) {
+    if (__builtin_expect(slow_hooks != NULL, 0)) {
+        int captured = capture_hook ? capture_launch(k, grid, block, shared, stream, params,
+                                                     args, nargs) : 0;
+        if (captured) {
+            release_views(&c);
+            return captured < 0 ? -1 : 0;
+        }
         status = traced_launch(k, grid, block, shared, stream, release_gil && !c.hold_gil,
                                ptrs, args, nargs);
     } else if (release_gil && !c.hold_gil) {
@@ -492,9 +526,22 @@ static PyObject *register_errors(PyObject *m, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static void update_slow_hooks(void) {
+    slow_hooks = trace_hook ? trace_hook : capture_hook;
+}
+
+static PyObject *set_capture_hook(PyObject *m, PyObject *hook) {
+    PyObject *old = capture_hook;
+    capture_hook = hook == Py_None ? NULL : Py_NewRef(hook);
+    update_slow_hooks();
+    if (old) return old; /* the previous hook, to restore when this capture ends */
+    Py_RETURN_NONE;
+}
+
 static PyObject *set_trace_hook(PyObject *m, PyObject *hook) {
     PyObject *old = trace_hook;
     trace_hook = hook == Py_None ? NULL : Py_NewRef(hook);
+    update_slow_hooks();
     if (old) return old; /* the previous hook, so traces can nest */
     Py_RETURN_NONE;
 }
@@ -513,6 +560,8 @@ static PyMethodDef module_methods[] = {
     {"_array_address", array_address, METH_O, "The data address of a NumPy array."},
     {"_dlpack_capsule", dlpack_capsule, METH_VARARGS,
      "A 'dltensor' capsule: (ptr, shape, code, bits, device_type, device_id, owner)."},
+    {"_set_capture_hook", set_capture_hook, METH_O,
+     "Installs the graph recorder (None removes it); returns the previous one."},
     {"_set_trace_hook", set_trace_hook, METH_O,
      "Set the launch trace hook (None: off); returns the previous one."},
     {"_register_errors", register_errors, METH_VARARGS,

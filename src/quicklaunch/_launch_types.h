@@ -107,6 +107,28 @@ static int parse_stream(KernelCore *k, PyObject *o, void **out) {
     PyObject *handle = NULL;
     if (PyLong_Check(o) && !PyBool_Check(o)) {
         handle = Py_NewRef(o);
+    } else if (PyObject_HasAttrString(o, "__ql_stream__")) {
+        /* a ql.Stream: (device id, handle); the device must be the kernel's */
+        PyObject *t = PyObject_CallMethod(o, "__ql_stream__", NULL);
+        if (!t) return -1;
+        long dev = PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2
+                       ? PyLong_AsLong(PyTuple_GET_ITEM(t, 0)) : -1;
+        if (dev == -1) {
+            Py_DECREF(t);
+            PyErr_Clear();
+            PyErr_Format(LaunchTypeError, "kernel '%U': __ql_stream__ of %.100s did not "
+                         "return (device id, handle)", k->name, Py_TYPE(o)->tp_name);
+            return -1;
+        }
+        if (dev != k->device_id) {
+            Py_DECREF(t);
+            PyErr_Format(LaunchValueError, "kernel '%U' runs on %U but the stream belongs to "
+                         "another device; use a stream of the kernel's device", k->name,
+                         k->device_name);
+            return -1;
+        }
+        handle = Py_NewRef(PyTuple_GET_ITEM(t, 1));
+        Py_DECREF(t);
     } else {
         PyObject *t = PyObject_CallMethod(o, "__cuda_stream__", NULL);
         if (t && PyTuple_Check(t) && PyTuple_GET_SIZE(t) == 2)
@@ -490,7 +512,29 @@ static void core_dealloc(PyObject *self) {
     Py_TYPE(self)->tp_free(self); /* a subclass' dealloc releases its heap type */
 }
 
+/* k._pack(*args) -> bytes: the parameter block a launch with these arguments
+ * would pass (graph nodes keep it, and keep the arguments alive). */
+static PyObject *core_pack(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+    KernelCore *k = (KernelCore *)self;
+    char raw[QL_MAX_PARAM_BYTES + 64];
+    char *params = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    void *ptrs[QL_MAX_PARAMS];
+    if ((uint32_t)nargs != k->nparams) {
+        count_error(k, nargs);
+        return NULL;
+    }
+    memset(params, 0, k->param_bytes); /* padding reads as zeros */
+    pack_ctx c;
+    c.nviews = c.hold_gil = 0;
+    int rc = pack_args(k, args, params, ptrs, &c);
+    release_views(&c);
+    if (rc < 0) return NULL;
+    return PyBytes_FromStringAndSize(params, (Py_ssize_t)k->param_bytes);
+}
+
 static PyMethodDef core_methods[] = {
+    {"_pack", (PyCFunction)(void (*)(void))core_pack, METH_FASTCALL,
+     "_pack(*args) -> bytes: the parameter block for these arguments"},
     {"configure", (PyCFunction)(void (*)(void))core_configure, METH_FASTCALL | METH_KEYWORDS,
      "configure(grid, block, shared_mem=0, stream=None) -> Launcher bound to that config"},
     {"launch", (PyCFunction)(void (*)(void))core_launch, METH_FASTCALL | METH_KEYWORDS,

@@ -63,7 +63,10 @@ def make_validator(kernel, launcher):
     block = launcher.block if launcher is not None else (1, 1, 1)
     threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
 
+    stream_handle = _stream_handle(getattr(launcher, "stream", None))
+
     def validate(args):
+        _check_capture(kernel, stream_handle)
         bounds = [args[i] for i in ints if i < len(args)]
         for i, name, align in aligns:
             if i >= len(args):
@@ -130,6 +133,42 @@ def _check_device_pointer(kernel, i, name, a, gpu) -> int | None:
     return address
 
 
+def _stream_handle(stream) -> int:
+    if stream is None:
+        return 0
+    if hasattr(stream, "__ql_stream__"):
+        return stream.__ql_stream__()[1]
+    if hasattr(stream, "__cuda_stream__"):
+        return stream.__cuda_stream__()[1]
+    return int(stream)
+
+
+def _synchronous(stream):
+    """Debug launches are synchronous: one on a ql.Stream waits for it (so a
+    failure raises at the launching line), unless a graph is recording."""
+    if stream is None or not hasattr(stream, "synchronize"):
+        return lambda: None
+
+    def after():
+        from .graphs import active_capture
+        if active_capture() is None:
+            stream.synchronize()
+    return after
+
+
+def _check_capture(kernel, stream_handle: int) -> None:
+    """A launch on another stream while this thread records a graph would
+    run now, outside the graph: almost always a mistake."""
+    from .graphs import active_capture
+    g = active_capture()
+    if g is not None and g.device is kernel.device and stream_handle != g._stream_handle:
+        raise LaunchValueError(
+            f"kernel '{kernel.name}' is launched on stream {stream_handle:#x} while a graph "
+            f"is being recorded on stream {g._stream_handle:#x} (ql.graph at {g.origin}); "
+            f"it would run now instead of being recorded: launch it on the graph's stream, "
+            f"or outside the 'with ql.graph()' block")
+
+
 def _identifier(name: str, taken: set[str]) -> str:
     ident = re.sub(r"\W", "_", name) or "arg"
     if ident[0].isdigit() or keyword.iskeyword(ident) or ident.startswith("__ql_"):
@@ -148,9 +187,11 @@ def make_stub(kernel, run, filename: str, line: int):
     args = ", ".join(names)
     source = (f"def stub({args}):\n"
               f"    __ql_validate(({args}{',' if len(names) == 1 else ''}))\n"
-              f"    return __ql_run({args})\n")
-    namespace = {"__ql_run": run,
-                 "__ql_validate": make_validator(kernel, getattr(run, "__self__", None))}
+              f"    __ql_run({args})\n"
+              f"    __ql_after()\n")
+    launcher = getattr(run, "__self__", None)
+    namespace = {"__ql_run": run, "__ql_validate": make_validator(kernel, launcher),
+                 "__ql_after": _synchronous(getattr(launcher, "stream", None))}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - names are sanitised
     stub = namespace["stub"]
     code = stub.__code__.replace(co_name=kernel.name, co_filename=filename,

@@ -49,9 +49,14 @@ class Device:
         return getattr(self.backend, "arch", None)
 
     def synchronize(self) -> None:
-        """Waits for all work queued on this device. CPU launches complete
-        before they return, so on the CPU there is nothing to wait for."""
-        if self.backend is not None:
+        """Waits for all work queued on this device (every stream); raises
+        the first failure of queued work as LaunchError."""
+        from .streams import _capture_check, _ops
+        _capture_check(f"{self.name}.synchronize()")
+        ops = _ops.get(self.id)
+        if ops is not None:  # streams exist: their failures surface here
+            ops.device_synchronize()
+        elif self.backend is not None:
             self.backend.synchronize()
 
     def __repr__(self) -> str:

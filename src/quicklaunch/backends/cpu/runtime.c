@@ -28,6 +28,7 @@
 
 #include "fault.h"
 #include "include/ql_cpu_abi.h"
+#include "streams.h"
 
 #define QL_EXPORT __attribute__((visibility("default")))
 
@@ -246,6 +247,15 @@ static __thread char *last_error QL_TLS;
 
 QL_EXPORT const char *ql_cpu_last_error(void) { return last_error ? last_error : ""; }
 
+const char *ql_cpu_last_error_text(void) { return ql_cpu_last_error(); }
+
+void ql_cpu_set_last_error(const char *message) {
+    if (!last_error) last_error = malloc(LAST_ERROR_BYTES);
+    if (!last_error) return;
+    strncpy(last_error, message, LAST_ERROR_BYTES - 1);
+    last_error[LAST_ERROR_BYTES - 1] = '\0';
+}
+
 static __attribute__((noinline)) int failed_launch(const ql_cpu_error *e) {
     while (!__atomic_load_n(&e->ready, __ATOMIC_ACQUIRE)) cpu_relax();
     if (!last_error) last_error = malloc(LAST_ERROR_BYTES);
@@ -300,14 +310,10 @@ static __attribute__((noinline)) int run_pooled(const ql_cpu_kernel *k, void **p
     return QL_CPU_SUCCESS;
 }
 
-QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
-                            unsigned bx, unsigned by, unsigned bz,
-                            unsigned shared_bytes, void *stream, void **params,
-                            void **extra) {
-    (void)stream;
-    const ql_cpu_kernel *k = (const ql_cpu_kernel *)f;
-    if (!k || !k->run) return QL_CPU_ERROR_INVALID_HANDLE;
-    if (extra) return QL_CPU_ERROR_NOT_SUPPORTED;
+/* A launch, now, on the calling thread (and the pool when it is large). */
+static inline int launch_now(const ql_cpu_kernel *k, unsigned gx, unsigned gy, unsigned gz,
+                             unsigned bx, unsigned by, unsigned bz, unsigned shared_bytes,
+                             void **params) {
     if (!gx || !gy || !gz || !bx || !by || !bz) return QL_CPU_ERROR_INVALID_VALUE;
     if (__builtin_expect(!ql_thread_ready, 0)) ql_fault_setup_thread();
     ql_cpu_error err;
@@ -323,4 +329,28 @@ QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
     else
         run_pooled(k, params, &d, nblocks);
     return finish(&err);
+}
+
+int ql_cpu_launch_sync(const ql_cpu_kernel *k, const unsigned dims[6], unsigned shared,
+                       void **params) {
+    return launch_now(k, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], shared, params);
+}
+
+/* The backend entry, with cuLaunchKernel's shape. `stream` is 0 for the
+ * default stream or a handle from ql_cpu_stream_create. */
+QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
+                            unsigned bx, unsigned by, unsigned bz,
+                            unsigned shared_bytes, void *stream, void **params,
+                            void **extra) {
+    const ql_cpu_kernel *k = (const ql_cpu_kernel *)f;
+    if (!k || !k->run) return QL_CPU_ERROR_INVALID_HANDLE;
+    if (extra) return QL_CPU_ERROR_NOT_SUPPORTED;
+    if (__builtin_expect(stream != NULL ||
+                             atomic_load_explicit(&ql_async_pending, memory_order_relaxed),
+                         0)) {
+        const unsigned dims[6] = {gx, gy, gz, bx, by, bz};
+        if (!gx || !gy || !gz || !bx || !by || !bz) return QL_CPU_ERROR_INVALID_VALUE;
+        return ql_cpu_launch_queued(k, dims, shared_bytes, stream, params);
+    }
+    return launch_now(k, gx, gy, gz, bx, by, bz, shared_bytes, params);
 }

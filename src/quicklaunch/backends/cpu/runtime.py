@@ -14,7 +14,8 @@ from ...errors import LaunchError
 
 _STATUS = {
     1: ("invalid value", "a grid or block dimension was zero"),
-    400: ("invalid handle", "the kernel handle is not a CPU kernel"),
+    400: ("invalid handle", "the kernel or stream handle is not valid on the CPU device "
+                            "(a closed stream, or another device's?)"),
     801: ("not supported", "the CPU runtime does not take 'extra' launch parameters"),
 }
 
@@ -65,6 +66,9 @@ def error_hook(kernel, status: int) -> LaunchError:
     the launching thread, right after the failed launch."""
     if status in _REPORTED:  # reported with a message: by the module or a fault
         detail = library().ql_cpu_last_error().decode(errors="replace")
+        own = f"kernel '{kernel.name}' "  # a stream's kept failure names it already
+        if detail.startswith(own):
+            detail = detail[len(own):]
         return LaunchError(f"kernel '{kernel.name}' failed on the CPU device: {detail}")
     what, why = _STATUS.get(status, ("unknown status", "an internal error"))
     return LaunchError(f"kernel '{kernel.name}' failed on the CPU device: {what} "
