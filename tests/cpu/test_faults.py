@@ -91,7 +91,8 @@ def test_null_write(mod, rng):
     x = rng.standard_normal(100).astype(np.float32)
     with pytest.raises(ql.LaunchError, match=r"kernel 'store' failed on the CPU device: invalid "
                        r"memory access: write to address 0x0 \(SIGSEGV\) in block \(0, 0, 0\), "
-                       r"thread \(0, 0, 0\)"):
+                       r"thread \(\?, 0, 0\) \(an optimised build does not track threadIdx.x; "
+                       r"compile with debug=True"):
         mod.store[1, 128](None, x, 100)
     check_store_works(mod, rng)
 
@@ -107,7 +108,7 @@ def test_wild_read(mod, rng, n, bad):
         mod.wild_read[(n + block - 1) // block, block](out, x, n, bad)
     message = str(info.value)
     assert "kernel 'wild_read'" in message and "read from address 0x" in message
-    assert f"block ({bad // block}, 0, 0), thread ({bad % block}, 0, 0)" in message
+    assert f"block ({bad // block}, 0, 0), thread (?, 0, 0)" in message
     address = int(message.split("read from address ")[1].split()[0], 16)
     assert address == x.ctypes.data + 4 * (bad + (1 << 40))
     out = poisoned(n, np.float32)
@@ -120,10 +121,10 @@ def test_integer_divide_by_zero(mod, rng):
     out = poisoned(1000, np.int32)
     with pytest.raises(ql.LaunchError, match=r"kernel 'divide'.*integer divide by zero or "
                        r"overflow \(x / 0 or INT_MIN / -1\) \(SIGFPE\) at instruction 0x[0-9a-f]+ in block \(0, 0, 0\), "
-                       r"thread \(77, 0, 0\)"):
+                       r"thread \(\?, 0, 0\)"):
         mod.divide[4, 256](out, x, 1000, 0, 77)
     with pytest.raises(ql.LaunchError, match=r"integer divide by zero or overflow.*block \(2, 0, 0\), "
-                       r"thread \(1, 0, 0\)"):
+                       r"thread \(\?, 0, 0\)"):
         mod.divide[4, 256](out, np.full(1000, -2**31, np.int32), 1000, -1, 513)
     out = poisoned(1000, np.int32)
     mod.divide[4, 256](out, x, 1000, 7, 5)
@@ -135,7 +136,7 @@ def test_integer_divide_by_zero(mod, rng):
 def test_illegal_instruction(mod):
     out = poisoned(64, np.int32)
     with pytest.raises(ql.LaunchError, match=r"kernel 'trap_at'.*illegal instruction \(SIGILL\) "
-                       r"at 0x[0-9a-f]+ in block \(1, 0, 0\), thread \(3, 0, 0\)"):
+                       r"at 0x[0-9a-f]+ in block \(1, 0, 0\), thread \(\?, 0, 0\)"):
         mod.trap_at[2, 32](out, 35)
     mod.trap_at[2, 32](out, -1)
     np.testing.assert_array_equal(out, np.arange(64))
@@ -172,7 +173,7 @@ def test_fiber_stack_overflow(fibers, grid, who):
 def test_thread_stack_overflow(mod):
     out = poisoned(64, np.int32)
     with pytest.raises(ql.LaunchError, match=r"kernel 'deep'.*stack overflow: the kernel ran "
-                       r"past its CPU thread's \d+ KiB stack.*block \(1, 0, 0\), thread \(2, 0, 0\)"
+                       r"past its CPU thread's \d+ KiB stack.*block \(1, 0, 0\), thread \(\?, 0, 0\)"
                        r"; bound the recursion"):
         mod.deep[2, 32](out, 1 << 20, 34)
     mod.deep[2, 32](out, 3, -1)
@@ -185,7 +186,7 @@ def test_blocks_before_the_fault_keep_their_writes(mod, rng):
     n = 1024
     x = rng.standard_normal(n).astype(np.float32)
     out = poisoned(n, np.float32)
-    with pytest.raises(ql.LaunchError, match=r"block \(5, 0, 0\), thread \(0, 0, 0\)"):
+    with pytest.raises(ql.LaunchError, match=r"block \(5, 0, 0\), thread \(\?, 0, 0\)"):
         mod.wild_read[8, 128](out, x, n, 5 * 128)
     np.testing.assert_array_equal(out[:640], x[:640])
     assert np.isnan(out[640:]).all()

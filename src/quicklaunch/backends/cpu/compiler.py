@@ -20,7 +20,7 @@ from ...signature import (KernelDecl, SignatureError, normalize_name, parse_kern
                           strip_comments)
 from . import loader, scan, toolchain
 
-FORMAT = "cpu-module-9"
+FORMAT = "cpu-module-11"
 # Names the scan can find that the CPU device refuses, with a CompileError.
 UNSUPPORTED = frozenset({"this_grid", "coalesced_threads"})
 _lock = threading.Lock()

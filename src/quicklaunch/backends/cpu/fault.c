@@ -57,14 +57,19 @@ static void put_hex(out *o, uint64_t v) {
     while (n && o->p < o->end) *o->p++ = digits[--n];
 }
 
+static void put_coordinate(out *o, uint32_t v) {
+    if (v == QL_CPU_UNKNOWN) put(o, "?");
+    else put_uint(o, v);
+}
+
 static void put_triple(out *o, const char *what, const uint32_t v[3]) {
     put(o, what);
     put(o, " (");
-    put_uint(o, v[0]);
+    put_coordinate(o, v[0]);
     put(o, ", ");
-    put_uint(o, v[1]);
+    put_coordinate(o, v[1]);
     put(o, ", ");
-    put_uint(o, v[2]);
+    put_coordinate(o, v[2]);
     put(o, ")");
 }
 
@@ -170,6 +175,9 @@ static void report(ql_cpu_error *e, int sig, const siginfo_t *si, const ucontext
     put(&o, ", ");
     put_triple(&o, "thread", f->thread);
     if (advice) put(&o, advice);
+    if (f->thread[0] == QL_CPU_UNKNOWN)
+        put(&o, " (an optimised build does not track threadIdx.x; compile with debug=True "
+                "or QUICKLAUNCH_DEBUG=1 to name the thread)");
     *o.p = '\0';
     __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
 }

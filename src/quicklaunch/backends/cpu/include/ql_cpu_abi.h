@@ -72,10 +72,14 @@ typedef struct ql_cpu_dims {
 typedef struct ql_cpu_fault {
     uintptr_t address;        /* in: the address that faulted */
     uint32_t block[3];        /* out: blockIdx */
-    uint32_t thread[3];       /* out: threadIdx */
+    uint32_t thread[3];       /* out: threadIdx (QL_CPU_UNKNOWN where not kept) */
     uint32_t fiber_overflow;  /* out: 1 if address is in a fiber stack's guard page */
     uint32_t fiber_stack;     /* out: bytes per fiber stack (tier 2), else 0 */
 } ql_cpu_fault;
+
+/* A coordinate the module does not know (threadIdx.x in optimised tier-1
+ * builds, see ql_cpu_export.h). */
+#define QL_CPU_UNKNOWN 0xffffffffu
 
 typedef void (*ql_cpu_fault_fn)(ql_cpu_fault *fault);
 

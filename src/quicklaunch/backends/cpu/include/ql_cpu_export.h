@@ -110,10 +110,19 @@ static inline bool failed(const ql_cpu_dims *d) {
 
 // The runtime's fault handler asks where the fault happened (see
 // ql_cpu_fault): this module's thread-local coordinates of the CUDA thread
-// that was running on the faulting worker.
+// that was running on the faulting worker. An optimised tier-1 build does
+// not keep threadIdx.x: reading it here would force a store per CUDA
+// thread, and that store alone stops the row loop from vectorising (10x on
+// saxpy). Such builds report the block, y and z; debug builds (-O0) and
+// fiber builds (tier 2, which keep threadIdx anyway) report x too.
 static void fault(ql_cpu_fault *f) {
     f->block[0] = blockIdx.x, f->block[1] = blockIdx.y, f->block[2] = blockIdx.z;
-    f->thread[0] = threadIdx.x, f->thread[1] = threadIdx.y, f->thread[2] = threadIdx.z;
+#if defined(QL_DEBUG) || defined(QL_TIER2)
+    f->thread[0] = threadIdx.x;
+#else
+    f->thread[0] = QL_CPU_UNKNOWN;
+#endif
+    f->thread[1] = threadIdx.y, f->thread[2] = threadIdx.z;
 #ifdef QL_TIER2
     ql_fiber::on_fault(f);
 #endif
