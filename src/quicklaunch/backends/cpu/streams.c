@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fault.h"
 #include "streams.h"
 
 #define QL_EXPORT __attribute__((visibility("default")))
@@ -60,6 +61,8 @@ typedef struct node {        /* a graph's launch or event wait */
     uint32_t nbytes, nparams;
     unsigned char *bytes;
     void **ptrs;
+    ql_cpu_dims run_dims;    /* a graph node small enough to run in place */
+    uint64_t nblocks;        /* 0: not small, goes through the launch path */
 } node;
 
 typedef struct graph {
@@ -184,12 +187,38 @@ static int run_node(const node *w, char *message) {
     return ST_OK;
 }
 
+/* Replays a graph. Runs of small launches (one block, or few threads) go
+ * straight to the kernels' run functions under one recovery point and one
+ * error record: no per-launch checks, dims or guard, all done at build. */
 static int run_graph(graph *g, char *message) {
-    for (int i = 0; i < g->n; ++i) {
-        int status = run_node(&g->nodes[i], message);
-        if (status) return status;
+    ql_cpu_error err;
+    ql_guard guard;
+    volatile int at = 0;
+    if (__builtin_setjmp(guard.jump) == 0) {
+        for (; at < g->n; at = at + 1) {
+            node *w = &g->nodes[at];
+            if (w->kind == E_LAUNCH && w->nblocks) {
+                err.code = err.ready = 0;
+                w->run_dims.error = &err;
+                guard.kernel = w->k;
+                guard.dims = &w->run_dims;
+                ql_active_guard = &guard;
+                w->k->run(w->ptrs, &w->run_dims, 0, w->nblocks);
+                ql_active_guard = 0;
+                if (__atomic_load_n(&err.code, __ATOMIC_ACQUIRE)) break;
+                continue;
+            }
+            int status = run_node(w, message);
+            if (status) return status;
+        }
     }
-    return ST_OK;
+    ql_active_guard = 0;
+    if (at >= g->n) return ST_OK;
+    while (!__atomic_load_n(&err.ready, __ATOMIC_ACQUIRE)) {}
+    const node *w = &g->nodes[at];
+    snprintf(message, MESSAGE_BYTES, "kernel '%s' (status %d): %s", w->k->expr, err.code,
+             err.message);
+    return err.code;
 }
 
 static void free_graph(graph *g) {
@@ -521,7 +550,16 @@ QL_EXPORT int ql_cpu_graph_set_launch(uint64_t h, int i, void *f, const unsigned
         memset(&fresh, 0, sizeof fresh);
         if (off > nbytes || k->nparams > 512) code = ST_INVALID_VALUE;
         else if (copy_launch(&fresh, k, dims, shared, ptrs)) code = ST_OUT_OF_MEMORY;
-        else {
+        else if (!dims[0] || !dims[1] || !dims[2] || !dims[3] || !dims[4] || !dims[5]) {
+            free(fresh.ptrs);
+            code = ST_INVALID_VALUE;
+        } else {
+            uint64_t blocks = (uint64_t)dims[0] * dims[1] * dims[2], threads;
+            if (__builtin_mul_overflow(blocks, (uint64_t)dims[3] * dims[4] * dims[5], &threads))
+                threads = UINT64_MAX;
+            fresh.run_dims = (ql_cpu_dims){{dims[0], dims[1], dims[2]},
+                                           {dims[3], dims[4], dims[5]}, shared, 0, NULL};
+            fresh.nblocks = blocks == 1 || threads <= ql_cpu_inline_threads ? blocks : 0;
             free(g->nodes[i].ptrs);
             g->nodes[i] = fresh;
         }

@@ -19,6 +19,9 @@ extern _Atomic uint64_t ql_async_pending QL_HIDDEN;
 QL_HIDDEN int ql_cpu_launch_sync(const ql_cpu_kernel *k, const unsigned dims[6],
                                  unsigned shared, void **params);
 
+/* Launches with at most this many CUDA threads run on the caller (runtime.c). */
+extern uint64_t ql_cpu_inline_threads;
+
 /* The calling thread's last-error message (runtime.c). */
 QL_HIDDEN void ql_cpu_set_last_error(const char *message);
 QL_HIDDEN const char *ql_cpu_last_error_text(void);
