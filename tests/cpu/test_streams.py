@@ -27,10 +27,10 @@ extern "C" __global__ void slow_then_store(const int *in, int *out, long long it
 }
 // Two of these on two streams meet only if they run at the same time: each
 // raises its own flag and waits (bounded) for the other's.
-extern "C" __global__ void rendezvous(int *mine, const int *other, int *saw) {
-    __atomic_store_n(mine, 1, __ATOMIC_SEQ_CST);
+extern "C" __global__ void rendezvous(int *mine, int *other, int *saw) {
+    atomicExch(mine, 1);
     for (long long k = 0; k < 4000000000LL; ++k)
-        if (__atomic_load_n(other, __ATOMIC_SEQ_CST)) { saw[0] = 1; return; }
+        if (atomicAdd(other, 0)) { saw[0] = 1; return; }
     saw[0] = 0;
 }
 extern "C" __global__ void heat(const float *u, float *v, int n, float k) {
