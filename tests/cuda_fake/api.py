@@ -3,8 +3,10 @@ signatures, plus the fake_cuda_* test hooks)."""
 import ctypes
 from ctypes import (
     POINTER,
+    Structure,
     c_char,
     c_char_p,
+    c_float,
     c_int,
     c_size_t,
     c_ubyte,
@@ -53,6 +55,29 @@ PROTOTYPES = {
     "cuStreamSynchronize": [c_void_p],
     "cuStreamCreate": [_P(c_void_p), c_uint],
     "cuStreamDestroy_v2": [c_void_p],
+    "cuStreamQuery": [c_void_p],
+    "cuStreamWaitEvent": [c_void_p, c_void_p, c_uint],
+    "cuEventCreate": [_P(c_void_p), c_uint],
+    "cuEventDestroy_v2": [c_void_p],
+    "cuEventRecord": [c_void_p, c_void_p],
+    "cuEventSynchronize": [c_void_p],
+    "cuEventQuery": [c_void_p],
+    "cuEventElapsedTime": [_P(c_float), c_void_p, c_void_p],
+    "cuGraphCreate": [_P(c_void_p), c_uint],
+    "cuGraphDestroy": [c_void_p],
+    # the unversioned entries take CUDA_KERNEL_NODE_PARAMS (v1), the _v2 ones _v2
+    "cuGraphAddKernelNode": [_P(c_void_p), c_void_p, _P(c_void_p), c_size_t, c_void_p],
+    "cuGraphAddKernelNode_v2": [_P(c_void_p), c_void_p, _P(c_void_p), c_size_t, c_void_p],
+    "cuGraphKernelNodeSetParams": [c_void_p, c_void_p],
+    "cuGraphKernelNodeSetParams_v2": [c_void_p, c_void_p],
+    "cuGraphAddEventWaitNode": [_P(c_void_p), c_void_p, _P(c_void_p), c_size_t, c_void_p],
+    "cuGraphInstantiate": [_P(c_void_p), c_void_p, _P(c_void_p), c_char_p, c_size_t],
+    "cuGraphInstantiate_v2": [_P(c_void_p), c_void_p, _P(c_void_p), c_char_p, c_size_t],
+    "cuGraphInstantiateWithFlags": [_P(c_void_p), c_void_p, c_ulonglong],
+    "cuGraphExecKernelNodeSetParams": [c_void_p, c_void_p, c_void_p],
+    "cuGraphExecKernelNodeSetParams_v2": [c_void_p, c_void_p, c_void_p],
+    "cuGraphLaunch": [c_void_p, c_void_p],
+    "cuGraphExecDestroy": [c_void_p],
 }
 
 HOOKS = {
@@ -66,7 +91,29 @@ HOOKS = {
     "fake_cuda_param_offsets": (c_int, [c_void_p, _P(c_int), c_int]),
     "fake_cuda_alloc_count": (c_int, []),
     "fake_cuda_module_count": (c_int, []),
+    "fake_cuda_stream_count": (c_int, []),
+    "fake_cuda_event_count": (c_int, []),
+    "fake_cuda_graph_count": (c_int, []),
+    "fake_cuda_graph_exec_count": (c_int, []),
+    "fake_cuda_instantiate_count": (c_int, []),
+    "fake_cuda_last_wait": (c_int, [_P(c_void_p), _P(c_void_p)]),
+    "fake_cuda_graph_nodes": (c_int, [c_void_p, _P(c_int), c_int]),
+    "fake_cuda_graph_deps": (c_int, [c_void_p, c_int, _P(c_int), c_int]),
 }
+
+_KERNEL_NODE_V1 = [("func", c_void_p), ("gridDimX", c_uint), ("gridDimY", c_uint), ("gridDimZ", c_uint),
+                   ("blockDimX", c_uint), ("blockDimY", c_uint), ("blockDimZ", c_uint),
+                   ("sharedMemBytes", c_uint), ("kernelParams", c_void_p), ("extra", c_void_p)]
+
+
+class KernelNodeParamsV1(Structure):
+    """CUDA_KERNEL_NODE_PARAMS_v1 (56 bytes)."""
+    _fields_ = _KERNEL_NODE_V1
+
+
+class KernelNodeParamsV2(Structure):
+    """CUDA_KERNEL_NODE_PARAMS_v2 (72 bytes): v1 plus CUkernel kern, CUcontext ctx."""
+    _fields_ = _KERNEL_NODE_V1 + [("kern", c_void_p), ("ctx", c_void_p)]
 
 
 def load(path) -> ctypes.CDLL:
@@ -95,6 +142,27 @@ def last_launch(lib, back=0, cap=1 << 16):
     return {"name": name.value.decode(), "grid": tuple(dims[:3]), "block": tuple(dims[3:]),
             "shared": shared.value, "stream": stream.value, "nparams": nparams.value,
             "params": bytes(buf[:min(cap, nbytes.value)]), "nbytes": nbytes.value}
+
+
+def last_wait(lib):
+    """(number of cuStreamWaitEvent calls, the latest one's stream, its event)."""
+    stream, event = c_void_p(), c_void_p()
+    n = lib.fake_cuda_last_wait(ctypes.byref(stream), ctypes.byref(event))
+    return n, stream.value, event.value
+
+
+def graph_nodes(lib, graph, cap=4096):
+    """[kind per node] of a graph in creation order (1 kernel, 2 event wait), or None."""
+    kinds = (c_int * cap)()
+    n = lib.fake_cuda_graph_nodes(graph, kinds, cap)
+    return None if n < 0 else list(kinds[:min(n, cap)])
+
+
+def graph_deps(lib, graph, index, cap=64):
+    """Creation indices of the nodes node `index` of a graph depends on, or None."""
+    deps = (c_int * cap)()
+    n = lib.fake_cuda_graph_deps(graph, index, deps, cap)
+    return None if n < 0 else list(deps[:min(n, cap)])
 
 
 def param_layout(lib, function, cap=256):

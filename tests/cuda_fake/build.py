@@ -1,4 +1,5 @@
-"""Builds the fake CUDA driver, fake_libcuda.c, into a shared library."""
+"""Builds the fake CUDA driver, fake_libcuda.c (which includes fake_streams.c;
+both use fake_cuda.h), into a shared library."""
 from __future__ import annotations
 
 import os
@@ -6,7 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-SOURCE = Path(__file__).with_name("fake_libcuda.c")
+SOURCE = Path(__file__).with_name("fake_libcuda.c")  # one translation unit
 LIB_NAME = "libcuda.so.1"
 
 

@@ -28,8 +28,16 @@
  *   FAKE_CUDA_DRIVER_VERSION=v cuDriverGetVersion (default 12080)
  *   FAKE_CUDA_PTX_ISA_MAX=M.m  PTX with a newer .version fails with 222
  *   FAKE_CUDA_MEM_LIMIT=bytes  per-device limit on cuMemAlloc'd bytes (-> 2)
- *   FAKE_CUDA_FAIL_LAUNCH=code a launch that passed validation returns code
- *                              (and is not recorded)
+ *   FAKE_CUDA_FAIL_LAUNCH=code a launch (cuLaunchKernel or cuGraphLaunch) that
+ *                              passed validation returns code (and is not recorded)
+ *
+ * Streams, events and graphs (and their environment variables and test
+ * hooks) are in fake_streams.c, which the end of this file includes: the
+ * driver is one translation unit, so compiling this file alone builds all of
+ * it. What the two files share is declared in fake_cuda.h.
+ * cuGetProcAddress maps base names to the entry current at the asked API
+ * version, as the driver does (cuGraphAddKernelNode is the _v2 entry, which
+ * takes CUDA_KERNEL_NODE_PARAMS_v2, from 12000 on).
  *
  * Test-only exports (see the end of the file): fake_cuda_launch_count,
  * fake_cuda_last_launch, fake_cuda_get_launch, fake_cuda_reset,
@@ -38,49 +46,28 @@
  */
 #define _GNU_SOURCE
 #include <ctype.h>
-#include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef int CUresult;
-typedef unsigned long long CUdeviceptr;
-#define EXPORT __attribute__((visibility("default")))
+#include "fake_cuda.h"
 
-enum { OK = 0, E_VALUE = 1, E_OOM = 2, E_NOINIT = 3, E_DEVICE = 101, E_IMAGE = 200, E_CONTEXT = 201,
-       E_NOBINARY = 209, E_PTX = 218, E_PTXVER = 222, E_HANDLE = 400, E_NOTFOUND = 500 };
-enum { MAX_DEV = 8, RING = 64, DEFAULT_SMEM = 49152, OPTIN_SMEM = 232448 };
-
-typedef struct { int device, refs; } Ctx;
-typedef struct { int size, align, offset; } Param;
-typedef struct Module Module;
-typedef struct { Module *mod; char *name; int nparams, total; Param *params; int max_dyn_smem, carveout; } Func;
-typedef struct { char *name; void *mem; size_t size; } Global;
-struct Module { Module *next; Ctx *ctx; int nfuncs, nglobals; Func *funcs; Global *globals; };
-typedef struct Stream { struct Stream *next; Ctx *ctx; } Stream;
 typedef struct { uintptr_t base; size_t size; int device, user; } Alloc;  /* user: from cuMemAlloc */
 typedef struct { char *name; unsigned dims[6], shared; void *stream; unsigned char *bytes; int nbytes, nparams; } Launch;
 
-static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static _Thread_local Ctx *current;
-static int init_status = E_NOINIT, ndev, cc_major = 9, cc_minor = 0;
-static Ctx ctxs[MAX_DEV];
+pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+_Thread_local Ctx *current;
+int init_status = E_NOINIT, ndev;
+Ctx ctxs[MAX_DEV];
+double fake_now_ms;
+static int cc_major = 9, cc_minor = 0;
 static Module *modules;
-static Stream *streams;
 static Alloc *allocs;
 static int nallocs, cap_allocs;
 static Launch ring[RING];
 static int nlaunches;
 
-#define LOCKED(expr) do { pthread_mutex_lock(&lock); CUresult r_ = (expr); pthread_mutex_unlock(&lock); return r_; } while (0)
-#define NEED_INIT() do { if (init_status) return init_status; } while (0)
-#define NEED_CTX() do { NEED_INIT(); if (!current || current->refs <= 0) return E_CONTEXT; } while (0)
-#define NEED_DEV(d) do { NEED_INIT(); if ((d) < 0 || (d) >= ndev) return E_DEVICE; } while (0)
-#define OUT(p, v) do { if (!(p)) return E_VALUE; *(p) = (v); return OK; } while (0)
-#define P(x) ((void *)(uintptr_t)(x))
-
-static long long env_ll(const char *name, long long dflt) {
+long long env_ll(const char *name, long long dflt) {
     const char *s = getenv(name);
     return (s && *s) ? strtoll(s, NULL, 0) : dflt;
 }
@@ -99,8 +86,13 @@ static const struct { int code; const char *name, *text; } errors[] = {
     {222, "CUDA_ERROR_UNSUPPORTED_PTX_VERSION", "the provided PTX was compiled with an unsupported toolchain."},
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
+    {600, "CUDA_ERROR_NOT_READY", "device not ready"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {702, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
+    {710, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
+    {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
+    {716, "CUDA_ERROR_MISALIGNED_ADDRESS", "misaligned address"},
     {719, "CUDA_ERROR_LAUNCH_FAILED", "unspecified launch failure"},
     {801, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"}, {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
@@ -168,7 +160,7 @@ static CUresult set_current(Ctx *c) {
 EXPORT CUresult cuCtxSetCurrent(void *ctx) { LOCKED(set_current(ctx)); }
 EXPORT CUresult cuCtxGetCurrent(void **pctx) { NEED_INIT(); OUT(pctx, (void *)current); }
 EXPORT CUresult cuCtxGetDevice(int *dev) { NEED_CTX(); OUT(dev, current->device); }
-EXPORT CUresult cuCtxSynchronize(void) { NEED_CTX(); return OK; }
+/* cuCtxSynchronize is in fake_streams.c */
 
 /* ---- memory: an allocation table over host memory ---- */
 static Alloc *find_alloc(uintptr_t p, size_t n) {  /* the allocation holding [p, p+n) */
@@ -240,31 +232,6 @@ static CUresult pointer_attr(void *data, int attr, CUdeviceptr ptr) {
     return OK;
 }
 EXPORT CUresult cuPointerGetAttribute(void *data, int attr, CUdeviceptr p) { LOCKED(pointer_attr(data, attr, p)); }
-
-/* ---- streams ---- */
-static CUresult stream_create(void **ps, unsigned flags) {
-    NEED_CTX();
-    if (!ps || flags > 1) return E_VALUE;  /* CU_STREAM_DEFAULT, CU_STREAM_NON_BLOCKING */
-    Stream *s = calloc(1, sizeof *s);
-    if (!s) return E_OOM;
-    s->ctx = current, s->next = streams, streams = s;
-    return *ps = s, OK;
-}
-EXPORT CUresult cuStreamCreate(void **ps, unsigned flags) { LOCKED(stream_create(ps, flags)); }
-static CUresult stream_destroy(void *h) {
-    NEED_INIT();
-    for (Stream **pp = &streams; *pp; pp = &(*pp)->next)
-        if (*pp == h) { Stream *s = *pp; *pp = s->next; free(s); return OK; }
-    return E_HANDLE;
-}
-EXPORT CUresult cuStreamDestroy_v2(void *s) { LOCKED(stream_destroy(s)); }
-static CUresult stream_check(void *h) {  /* NULL, CU_STREAM_LEGACY (1), CU_STREAM_PER_THREAD (2) or ours */
-    NEED_CTX();
-    if (h == NULL || h == P(1) || h == P(2)) return OK;
-    for (Stream *s = streams; s; s = s->next) if (s == h) return s->ctx == current ? OK : E_CONTEXT;
-    return E_HANDLE;
-}
-EXPORT CUresult cuStreamSynchronize(void *s) { LOCKED(stream_check(s)); }
 
 /* ---- PTX ---- */
 static int ptx_type_size(const char *t, size_t n) {  /* ".u32" -> 4, ".f16x2" -> 4, ".pred" -> 1, else 0 */
@@ -556,7 +523,7 @@ EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dp, size_t *bytes, void *h, co
 }
 
 /* ---- functions and launches ---- */
-static Func *find_func(void *h) {
+Func *find_func(void *h) {
     for (Module *m = modules; m; m = m->next)
         if ((char *)h >= (char *)m->funcs && (char *)h < (char *)(m->funcs + m->nfuncs) &&
             ((char *)h - (char *)m->funcs) % sizeof(Func) == 0) return h;
@@ -583,25 +550,42 @@ static CUresult func_get(int *v, int attr, void *h) {
 }
 EXPORT CUresult cuFuncGetAttribute(int *v, int attr, void *h) { LOCKED(func_get(v, attr, h)); }
 
-static CUresult launch(void *h, const unsigned d[6], unsigned shared, void *stream, void **params, void **extra) {
+CUresult check_launch(Func *f, const unsigned d[6], unsigned shared, void **params, void **extra) {
     static const unsigned lim[6] = {2147483647u, 65535, 65535, 1024, 1024, 64};
-    NEED_CTX();
-    Func *f = find_func(h);
     if (!f || f->mod->ctx != current) return E_HANDLE;
     for (int i = 0; i < 6; i++) if (!d[i] || d[i] > lim[i]) return E_VALUE;
     if ((unsigned long long)d[3] * d[4] * d[5] > 1024 || shared > (unsigned)f->max_dyn_smem) return E_VALUE;
-    if (extra || (f->nparams && !params)) return E_VALUE;
+    if (extra || (f->nparams && !params)) return E_VALUE;  /* the fake takes kernelParams only */
     for (int i = 0; i < f->nparams; i++) if (!params[i]) return E_VALUE;
-    CUresult r = stream_check(stream);
-    if (r || (r = (CUresult)env_ll("FAKE_CUDA_FAIL_LAUNCH", 0))) return r;
+    return OK;
+}
+unsigned char *pack_params(Func *f, void **params) {
     unsigned char *bytes = calloc(1, (size_t)f->total + 1);
+    for (int i = 0; bytes && i < f->nparams; i++)
+        memcpy(bytes + f->params[i].offset, params[i], (size_t)f->params[i].size);
+    return bytes;
+}
+CUresult record_launch(Func *f, const unsigned d[6], unsigned shared, void *stream, const unsigned char *bytes) {
+    unsigned char *copy = malloc((size_t)f->total + 1);
     char *name = strdup(f->name);
-    if (!bytes || !name) { free(bytes), free(name); return E_OOM; }
-    for (int i = 0; i < f->nparams; i++) memcpy(bytes + f->params[i].offset, params[i], (size_t)f->params[i].size);
+    if (!copy || !name) { free(copy), free(name); return E_OOM; }
+    memcpy(copy, bytes, (size_t)f->total + 1);
     Launch *l = &ring[nlaunches++ % RING];
     free(l->name), free(l->bytes);
-    *l = (Launch){name, {d[0], d[1], d[2], d[3], d[4], d[5]}, shared, stream, bytes, f->total, f->nparams};
+    *l = (Launch){name, {d[0], d[1], d[2], d[3], d[4], d[5]}, shared, stream, copy, f->total, f->nparams};
+    fake_now_ms += 0.01;  /* every launch takes 10 us of fake time */
     return OK;
+}
+static CUresult launch(void *h, const unsigned d[6], unsigned shared, void *stream, void **params, void **extra) {
+    NEED_CTX();
+    Func *f = find_func(h);
+    CUresult r = check_launch(f, d, shared, params, extra);
+    if (r || (r = stream_check(stream)) || (r = (CUresult)env_ll("FAKE_CUDA_FAIL_LAUNCH", 0))) return r;
+    unsigned char *bytes = pack_params(f, params);
+    if (!bytes) return E_OOM;
+    r = record_launch(f, d, shared, stream, bytes);
+    free(bytes);
+    return r;
 }
 EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
@@ -609,9 +593,12 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
     LOCKED(launch(f, d, shared, stream, params, extra));
 }
 
-/* ---- cuGetProcAddress: base names ("cuMemAlloc") to the current versions ---- */
-#define ENTRY(base, fn) {base, (void *)fn}
-static const struct { const char *name; void *fn; } procs[] = {
+/* ---- cuGetProcAddress: base names ("cuMemAlloc") to the version current at the
+ * asked API version, as the real driver maps them (VENTRY: that entry from
+ * version `since` on; ENTRY: the only one, from any version) ---- */
+#define VENTRY(base, since, fn) {base, since, (void *)fn}
+#define ENTRY(base, fn) VENTRY(base, 0, fn)
+static const struct { const char *name; int since; void *fn; } procs[] = {
     ENTRY("cuInit", cuInit), ENTRY("cuDriverGetVersion", cuDriverGetVersion),
     ENTRY("cuGetErrorName", cuGetErrorName), ENTRY("cuGetErrorString", cuGetErrorString),
     ENTRY("cuDeviceGetCount", cuDeviceGetCount), ENTRY("cuDeviceGet", cuDeviceGet),
@@ -626,18 +613,43 @@ static const struct { const char *name; void *fn; } procs[] = {
     ENTRY("cuLaunchKernel", cuLaunchKernel), ENTRY("cuMemAlloc", cuMemAlloc_v2), ENTRY("cuMemFree", cuMemFree_v2),
     ENTRY("cuMemcpyHtoD", cuMemcpyHtoD_v2), ENTRY("cuMemcpyDtoH", cuMemcpyDtoH_v2),
     ENTRY("cuMemcpyDtoD", cuMemcpyDtoD_v2), ENTRY("cuMemsetD8", cuMemsetD8_v2),
-    ENTRY("cuPointerGetAttribute", cuPointerGetAttribute), ENTRY("cuStreamSynchronize", cuStreamSynchronize),
+    ENTRY("cuPointerGetAttribute", cuPointerGetAttribute),
+    /* fake_streams.c */
     ENTRY("cuStreamCreate", cuStreamCreate), ENTRY("cuStreamDestroy", cuStreamDestroy_v2),
+    ENTRY("cuStreamSynchronize", cuStreamSynchronize), ENTRY("cuStreamQuery", cuStreamQuery),
+    VENTRY("cuStreamWaitEvent", 3020, cuStreamWaitEvent),
+    ENTRY("cuEventCreate", cuEventCreate), ENTRY("cuEventDestroy", cuEventDestroy_v2),
+    ENTRY("cuEventRecord", cuEventRecord), ENTRY("cuEventSynchronize", cuEventSynchronize),
+    ENTRY("cuEventQuery", cuEventQuery), ENTRY("cuEventElapsedTime", cuEventElapsedTime),
+    VENTRY("cuGraphCreate", 10000, cuGraphCreate), VENTRY("cuGraphDestroy", 10000, cuGraphDestroy),
+    VENTRY("cuGraphAddKernelNode", 10000, cuGraphAddKernelNode),          /* CUDA_KERNEL_NODE_PARAMS (v1) */
+    VENTRY("cuGraphAddKernelNode", 12000, cuGraphAddKernelNode_v2),       /* CUDA_KERNEL_NODE_PARAMS_v2 */
+    VENTRY("cuGraphKernelNodeSetParams", 10000, cuGraphKernelNodeSetParams),
+    VENTRY("cuGraphKernelNodeSetParams", 12000, cuGraphKernelNodeSetParams_v2),
+    VENTRY("cuGraphExecKernelNodeSetParams", 10010, cuGraphExecKernelNodeSetParams),
+    VENTRY("cuGraphExecKernelNodeSetParams", 12000, cuGraphExecKernelNodeSetParams_v2),
+    VENTRY("cuGraphAddEventWaitNode", 11010, cuGraphAddEventWaitNode),
+    VENTRY("cuGraphInstantiate", 10000, cuGraphInstantiate),              /* (exec*, graph, errNode*, log, size) */
+    VENTRY("cuGraphInstantiate", 11000, cuGraphInstantiate_v2),
+    VENTRY("cuGraphInstantiate", 12000, cuGraphInstantiateWithFlags),     /* (exec*, graph, flags) */
+    VENTRY("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags),
+    VENTRY("cuGraphLaunch", 10000, cuGraphLaunch), VENTRY("cuGraphExecDestroy", 10000, cuGraphExecDestroy),
 };
-/* symbolStatus: 0 CU_GET_PROC_ADDRESS_SUCCESS, 1 SYMBOL_NOT_FOUND. A version above the driver's -> 1. */
+/* symbolStatus: 0 CU_GET_PROC_ADDRESS_SUCCESS, 1 SYMBOL_NOT_FOUND, 2 VERSION_NOT_SUFFICIENT (the entry
+ * exists from a later version on). A version above the driver's -> 1 (invalid value). */
 EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int version, unsigned long long flags, int *status) {
     if (status) *status = 1;
     if (!sym || !pfn || flags > 2 || version > env_ll("FAKE_CUDA_DRIVER_VERSION", 12080)) return E_VALUE;
     *pfn = NULL;
+    int best = -1, later = 0;
     if (!strcmp(sym, "cuGetProcAddress")) *pfn = (void *)cuGetProcAddress_v2;
-    for (size_t i = 0; i < sizeof procs / sizeof *procs && !*pfn; i++)
-        if (!strcmp(procs[i].name, sym)) *pfn = procs[i].fn;
-    if (*pfn && status) *status = 0;
+    for (size_t i = 0; i < sizeof procs / sizeof *procs && !*pfn; i++) {
+        if (strcmp(procs[i].name, sym)) continue;
+        if (procs[i].since > version) later = 1;
+        else if (best < 0 || procs[i].since > procs[best].since) best = (int)i;
+    }
+    if (best >= 0) *pfn = procs[best].fn;
+    if (status) *status = *pfn ? 0 : later ? 2 : 1;
     return *pfn ? OK : E_NOTFOUND;
 }
 EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int version, unsigned long long flags) {
@@ -705,3 +717,6 @@ EXPORT int fake_cuda_param_layout(void *function, int *sizes, int *aligns, int c
 EXPORT int fake_cuda_param_offsets(void *function, int *offsets, int cap) {
     return layout(function, offsets, NULL, cap, 1);
 }
+
+/* ---- streams, events, graphs: one translation unit with this file ---- */
+#include "fake_streams.c"

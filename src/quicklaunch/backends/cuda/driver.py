@@ -49,6 +49,29 @@ _PROTOTYPES = {
     "cuMemsetD8": [c_uint64, ctypes.c_ubyte, c_size_t],
     "cuPointerGetAttribute": [c_void_p, c_int, c_uint64],
     "cuStreamSynchronize": [c_void_p],
+    # streams, events and graphs (backends/cuda/streams.py)
+    "cuStreamCreate": [POINTER(c_void_p), c_uint],
+    "cuStreamDestroy": [c_void_p],                    # cuStreamDestroy_v2
+    "cuStreamQuery": [c_void_p],
+    "cuStreamWaitEvent": [c_void_p, c_void_p, c_uint],
+    "cuEventCreate": [POINTER(c_void_p), c_uint],
+    "cuEventDestroy": [c_void_p],                     # cuEventDestroy_v2
+    "cuEventRecord": [c_void_p, c_void_p],
+    "cuEventSynchronize": [c_void_p],
+    "cuEventQuery": [c_void_p],
+    "cuEventElapsedTime": [POINTER(ctypes.c_float), c_void_p, c_void_p],
+    "cuGraphCreate": [POINTER(c_void_p), c_uint],
+    "cuGraphDestroy": [c_void_p],
+    # At 12000 these three are the _v2 entries, taking a pointer to
+    # CUDA_KERNEL_NODE_PARAMS_v2 (streams.KernelNodeParams), not the v1 struct.
+    "cuGraphAddKernelNode": [POINTER(c_void_p), c_void_p, POINTER(c_void_p), c_size_t, c_void_p],
+    "cuGraphKernelNodeSetParams": [c_void_p, c_void_p],
+    "cuGraphExecKernelNodeSetParams": [c_void_p, c_void_p, c_void_p],
+    "cuGraphAddEventWaitNode": [POINTER(c_void_p), c_void_p, POINTER(c_void_p), c_size_t, c_void_p],
+    # what cuGraphInstantiate means in the CUDA 12 headers, by its own name
+    "cuGraphInstantiateWithFlags": [POINTER(c_void_p), c_void_p, c_uint64],
+    "cuGraphLaunch": [c_void_p, c_void_p],
+    "cuGraphExecDestroy": [c_void_p],
 }
 
 # CUresult values the library reacts to
