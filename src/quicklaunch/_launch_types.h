@@ -330,9 +330,11 @@ static int exact_dims(PyObject *o) {
     return 1;
 }
 
-/* Only keys of exact ints (and a stream that is None, an exact int or not
- * a number) are cached: 1.0 == True == 1, and a dict hit must not accept
- * what make_launcher would refuse. */
+/* Only keys of exact ints and a stream that is None or an exact int are
+ * cached: 1.0 == True == 1, and a dict hit must not accept what
+ * make_launcher would refuse. A stream object is resolved afresh each time:
+ * its handle can change (a closed ql.Stream) and the cache would keep it
+ * alive. */
 static int canonical_key(PyObject *key) {
     Py_ssize_t n = PyTuple_GET_SIZE(key);
     for (Py_ssize_t j = 0; j < n && j < 3; ++j) {
@@ -341,7 +343,7 @@ static int canonical_key(PyObject *key) {
     }
     if (n == 4) {
         PyObject *st = PyTuple_GET_ITEM(key, 3);
-        if (st != Py_None && !exact_int(st) && PyNumber_Check(st)) return 0;
+        if (st != Py_None && !exact_int(st)) return 0;
     }
     return 1;
 }

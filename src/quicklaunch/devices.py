@@ -51,11 +51,10 @@ class Device:
     def synchronize(self) -> None:
         """Waits for all work queued on this device (every stream); raises
         the first failure of queued work as LaunchError."""
-        from .streams import _capture_check, _ops
+        from .streams import _capture_check, ops
         _capture_check(f"{self.name}.synchronize()")
-        ops = _ops.get(self.id)
-        if ops is not None:  # streams exist: their failures surface here
-            ops.device_synchronize()
+        if self.kind in ("cpu", "cuda"):  # failures of queued work raise LaunchError
+            ops(self).device_synchronize()
         elif self.backend is not None:
             self.backend.synchronize()
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import weakref
 
 from . import _launch
 from .devices import device as get_device
@@ -49,7 +50,7 @@ class GraphNode:
     """One recorded launch (or event wait) of a graph."""
 
     def __init__(self, g, index, kernel, grid, block, shared, block_bytes, args, event=None):
-        self.graph = g
+        self._graph = weakref.ref(g)  # the graph owns its nodes, not the reverse
         self.index = index
         self.kernel = kernel
         self.grid, self.block, self.shared = grid, block, shared
@@ -61,10 +62,19 @@ class GraphNode:
         """New arguments for this launch; the next replay uses them."""
         if self.kernel is None:
             raise LaunchError("an event-wait node has no arguments to update")
+        g = self.graph
         block = self.kernel._pack(*args)  # the launcher's own checks and conversions
-        self.graph._ops.graph_set_launch(self.graph.handle, self.index, self.kernel, self.grid,
-                                         self.block, self.shared, block)
+        if g.handle:  # built: the device's copy changes too
+            g._ops.graph_set_launch(g.handle, self.index, self.kernel, self.grid, self.block,
+                                    self.shared, block)
         self._bytes, self.args = block, args
+
+    @property
+    def graph(self) -> "Graph":
+        g = self._graph()
+        if g is None:
+            raise LaunchError("the graph of this node no longer exists")
+        return g
 
     def __repr__(self) -> str:
         if self.kernel is None:
@@ -142,11 +152,15 @@ class Graph:
     def __len__(self) -> int:
         return len(self.nodes)
 
+    def close(self) -> None:
+        """Frees the device's graph (queued replays finish first)."""
+        if self.handle:
+            handle, self.handle = self.handle, 0
+            self._ops.graph_destroy(handle)
+
     def __del__(self):
         try:
-            if self.handle:
-                handle, self.handle = self.handle, 0
-                self._ops.graph_destroy(handle)
+            self.close()
         except Exception:  # noqa: BLE001
             pass
 

@@ -476,8 +476,21 @@ def test_launchers_are_cached_per_config():
     other = k[key]
     assert k[tuple([int("100000"), int("300")])] is other   # equal, not identical
     assert k[4, 256] is first and k[key] is other
+    assert k[1, 1, 0, 5] is k[1, 1, 0, 5]  # an int handle is a value: cached
+
+
+def test_stream_objects_are_resolved_at_each_subscript():
+    """A stream object's handle can change (a closed ql.Stream reads as
+    closed), so k[grid, block, shared, stream] never serves a stale one."""
+    k = make_kernel([I32])
     s = CudaStream(7)
-    assert k[1, 1, 0, s] is k[1, 1, 0, s]
+    first = k[1, 1, 0, s]
+    assert first.__self__.stream is s
+    first(1)
+    assert k.backend.pop().stream == 7
+    s.handle = 8
+    k[1, 1, 0, s](1)
+    assert k.backend.pop().stream == 8
 
 
 def test_launcher_attributes():
