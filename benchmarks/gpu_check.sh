@@ -311,6 +311,13 @@ EOF
         124) note "benchmark: stopped after ${bt}s; results.json holds the rounds done so far" ;;
         *) note "benchmark: exit $BENCH_RC (quicklaunch's rows not all measured; see results.md)" ;;
         esac
+        if [ "$(left)" -gt 75 ]; then
+            section "graphs"
+            run_t 60 "$VPY" benchmarks/graphs.py --device cuda --repeats 5 \
+                --out "$OUT_DIR/graphs.json" \
+                && note "graphs: replay against individual launches (graphs.json)" \
+                || note "graphs: benchmark exit $?"
+        fi
     fi
 
     # ------------------------------------------------------------------ 7

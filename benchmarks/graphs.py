@@ -1,6 +1,6 @@
 """Graph replay against individual launches.
 
-    python benchmarks/graphs.py [--device cpu] [--repeats 9]
+    python benchmarks/graphs.py [--device cpu] [--repeats 9] [--out FILE]
 
 1. Launch cost per kernel: 100 launches of an empty 4-parameter kernel as
    individual configured launches, and the same 100 recorded once as a
@@ -112,6 +112,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--device", default=None)
     p.add_argument("--repeats", type=int, default=9)
+    p.add_argument("--out", default=None, help="the JSON file (default: "
+                   "benchmarks/results/graphs-<device>.json)")
     args = p.parse_args()
     dev = ql.device(args.device)
     mod = ql.compile(SOURCE, device=dev)
@@ -126,7 +128,8 @@ def main() -> None:
     result = {"device": dev.name, "repeats": args.repeats, "launch_ns_per_kernel": launches,
               "replay_speedup": ratio, "heat_ms": heat,
               "machine": f"{platform.machine()}, python {platform.python_version()}"}
-    out = Path(__file__).with_name("results") / f"graphs-{dev.name.replace(':', '')}.json"
+    out = Path(args.out) if args.out else \
+        Path(__file__).with_name("results") / f"graphs-{dev.name.replace(':', '')}.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nwritten to {out}")
