@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import shutil
@@ -54,38 +53,40 @@ def _info(args) -> int:
 
 
 def _bench(args) -> int:
-    from .bench.launch import measure, table
+    """The main job: launch overhead (quicklaunch, C, the installed peers), the
+    CG workload, results.json and the plots (quicklaunch.bench.suite)."""
+    from .bench.suite import run_suite
+    from .bench.suite_report import TextProgress, table
 
-    interactive = sys.stderr.isatty()
-
-    def progress(done, total, what):
-        if interactive:
-            bar = "#" * (20 * done // total)
-            print(f"\r[{bar:<20}] {done}/{total} {what:<28}", end="", file=sys.stderr,
-                  flush=True)
-
-    iters = 20_000 if args.quick else 200_000
-    result = measure(args.device, iters=iters, repeats=5 if args.quick else 9,
-                     progress=progress)
-    if interactive:
-        print(file=sys.stderr)
+    bar = TextProgress(sys.stderr)
+    try:
+        result = run_suite(args.device, args.out, quick=args.quick, progress=bar)
+    finally:
+        bar.close()
     print(table(result))
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(result, indent=2))
-    print(f"\nresults written to {out / 'results.json'}")
-    return 0
+    files = [out / "results.json"] + [out / name for name, how in result["plots"].items()
+                                      if how == "written"]
+    print(f"\nwritten: {', '.join(str(f) for f in files)}")
+    for name, how in result["plots"].items():
+        if how != "written":
+            print(f"{name}: {how}" if name != "skipped" else f"plots: {how}")
+    ours = [r for r in result["launch"]["rows"].values() if r["source"] == "quicklaunch"]
+    return 0 if any(r["status"] == "ok" for r in ours) else 1
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="quicklaunch", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("info", help="versions, devices, compilers, cache").set_defaults(fn=_info)
-    b = sub.add_parser("bench", help="launch-overhead benchmark on a device")
+    b = sub.add_parser("bench", help="the main job: launch overhead beside C and the "
+                       "installed peers, the CG workload, results.json and plots")
     b.add_argument("--device", default=None, help="cpu, cuda, cuda:N (default: ql.device())")
     b.add_argument("--out", default=os.path.join(".", "quicklaunch-bench"),
-                   help="directory for results.json (default ./quicklaunch-bench)")
-    b.add_argument("--quick", action="store_true", help="fewer iterations")
+                   help="directory for results.json and the plots "
+                        "(default ./quicklaunch-bench)")
+    b.add_argument("--quick", action="store_true",
+                   help="fewer iterations (under a minute; the full run is under five)")
     b.set_defaults(fn=_bench)
     args = parser.parse_args(argv)
     from .errors import QuicklaunchError

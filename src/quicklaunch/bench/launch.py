@@ -6,11 +6,18 @@ Rows (ns per launch, median of repeats):
   indexed      k[grid, block](*args)
   configured   run = k.configure(grid, block); run(*args)
   direct       k.launch(grid, block, *args)
+  graph replay 100 configured launches recorded once (ql.graph), replayed with
+               g.replay(); per kernel
   debug stub   a debug build's configured launch: a Python function named after
                the kernel, then the same C path
   C baseline   C loop calling the backend's launch entry, prebuilt parameters
   C-ext floor  a METH_FASTCALL function that takes the args and does nothing
   python loop  an empty Python for-loop step (included in every Python row)
+
+On a GPU, ``measure(..., batch=256)`` times the launches in batches with an
+untimed synchronisation between them (as the CUDA benchmark's rows do), so
+the driver's queue never fills; by default nothing is synchronised while
+timing.
 """
 from __future__ import annotations
 
@@ -66,11 +73,13 @@ def _c_params(kernel, args):
 
 
 ROWS = ("python loop", "C-ext floor", "C baseline", "indexed", "configured", "direct",
-        "debug stub")
+        "graph replay", "debug stub")
+GRAPH_LAUNCHES = 100   # launches per recorded graph
 
 
-def _timers(mod, dbg, n: int, lib, entry: int) -> dict:
-    """{row: fn(iters) -> ns per launch} for the kernel with n parameters."""
+def _timers(mod, dbg, n: int, lib, entry: int, batch: int | None = None) -> dict:
+    """{row: fn(iters) -> ns per launch} for the kernel with n parameters; a
+    row that cannot be set up maps to its exception instead."""
     k = mod.get_kernel(f"empty{n}")
     stub = dbg.get_kernel(f"empty{n}").configure(1, 1)
     dev = mod.device
@@ -129,28 +138,71 @@ def _timers(mod, dbg, n: int, lib, entry: int) -> dict:
 
     block, holders = _c_params(k, args)
 
-    def c_baseline(it):
+    def c_loop(it):
         del holders[:0]  # keeps the parameter values alive with the block
         return lib.ql_bench_launch_ns(entry, k._handle, block, 1, 1, it)
 
-    def timed(fn):
+    def c_baseline(it):
+        if not batch:
+            return c_loop(it)
+        dev.synchronize()
+        total, left = 0.0, it
+        while left > 0:
+            m = min(batch, left)
+            value = c_loop(m)
+            if value < 0:
+                return value
+            total += value * m
+            dev.synchronize()  # untimed: the queue never fills
+            left -= m
+        return total / it
+
+    def timed(fn, per_call=1):
+        """fn(calls) does calls x per_call launches; returns ns per launch."""
         def run_it(it):
+            calls = max(1, it // per_call)
             dev.synchronize()  # a GPU's queue starts empty for every row
-            t0 = time.perf_counter_ns()
-            fn(it)
-            return (time.perf_counter_ns() - t0) / it
+            if not batch:
+                t0 = time.perf_counter_ns()
+                fn(calls)
+                return (time.perf_counter_ns() - t0) / (calls * per_call)
+            total, left, step = 0, calls, max(1, batch // per_call)
+            while left > 0:
+                m = min(step, left)
+                t0 = time.perf_counter_ns()
+                fn(m)
+                total += time.perf_counter_ns() - t0
+                dev.synchronize()  # untimed: the queue never fills
+                left -= m
+            return total / (calls * per_call)
         return run_it
 
-    return {"python loop": timed(loop_empty), "C-ext floor": timed(loop_floor),
-            "C baseline": c_baseline, "indexed": timed(loop_indexed),
-            "configured": timed(loop_configured), "direct": timed(loop_direct),
-            "debug stub": timed(loop_debug)}
+    timers = {"python loop": timed(loop_empty), "C-ext floor": timed(loop_floor),
+              "C baseline": c_baseline, "indexed": timed(loop_indexed),
+              "configured": timed(loop_configured), "direct": timed(loop_direct),
+              "debug stub": timed(loop_debug)}
+    try:
+        with ql.graph(device=dev) as g:
+            for _ in range(GRAPH_LAUNCHES):
+                run(*args)
+
+        def loop_replay(it, g=g):
+            for _ in range(it):
+                g.replay()
+
+        timers["graph replay"] = timed(loop_replay, GRAPH_LAUNCHES)
+    except Exception as exc:  # noqa: BLE001 - the other rows still run
+        timers["graph replay"] = exc
+    return timers
 
 
-def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None) -> dict:
+def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None,
+            batch: int | None = None) -> dict:
     """Runs the benchmark; returns {"device", "iters", "repeats", "rows": {row: {nparams:
-    median ns}}}. Repeats go round-robin over all rows, so slow drifts of a
-    noisy machine hit every row alike."""
+    median ns}}}, plus "errors": {row: why} for rows that could not be set up
+    (those are left out of "rows"). Repeats go round-robin over all rows, so
+    slow drifts of a noisy machine hit every row alike. ``batch``: launches
+    between untimed synchronisations (for GPUs; None: none)."""
     dev = ql.device(device)
     mod = ql.compile(SOURCE, device=dev)
     dbg = ql.compile(SOURCE, device=dev, debug=True)
@@ -160,11 +212,17 @@ def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None) 
         entry = runtime.launch_entry()
     else:  # the same C loop, calling cuLaunchKernel itself
         entry = dev.backend.driver.launch_address
-    timers = {n: _timers(mod, dbg, n, lib, entry) for n in (4, 16)}
+    timers = {n: _timers(mod, dbg, n, lib, entry, batch) for n in (4, 16)}
+    errors = {}
+    for per_n in timers.values():
+        for row, fn in list(per_n.items()):
+            if isinstance(fn, Exception):
+                errors[row] = f"{type(fn).__name__}: {fn}"
+                del per_n[row]
     for per_n in timers.values():          # warm up every path once
         for fn in per_n.values():
             fn(max(iters // 10, 1))
-    samples = {(n, row): [] for n in (4, 16) for row in ROWS}
+    samples = {(n, row): [] for n in (4, 16) for row in ROWS if row in timers[n]}
     for rep in range(repeats):
         for (n, row), out in samples.items():
             value = timers[n][row](iters)
@@ -176,7 +234,12 @@ def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None) 
     rows: dict[str, dict[int, float]] = {}
     for (n, row), values in samples.items():
         rows.setdefault(row, {})[n] = statistics.median(values)
-    return {"device": dev.name, "iters": iters, "repeats": repeats, "rows": rows}
+    result = {"device": dev.name, "iters": iters, "repeats": repeats, "rows": rows}
+    if errors:
+        result["errors"] = errors
+    if batch:
+        result["batch"] = batch
+    return result
 
 
 def table(result: dict) -> str:
@@ -185,9 +248,13 @@ def table(result: dict) -> str:
     out = [f"launch overhead on {result['device']}: ns per launch, median of "
            f"{result['repeats']} x {result['iters']} launches",
            f"{'path':<13}{'4 params':>10}{'16 params':>11}{'- C (4)':>10}{'/ floor (4)':>13}"]
-    for name in ("indexed", "configured", "direct", "debug stub", "C baseline", "C-ext floor",
-                 "python loop"):
-        r = rows[name]
+    for name in ("indexed", "configured", "direct", "graph replay", "debug stub", "C baseline",
+                 "C-ext floor", "python loop"):
+        r = rows.get(name)
+        if r is None:
+            why = result.get("errors", {}).get(name, "not measured")
+            out.append(f"{name:<13}{'—':>10}{'—':>11}  {why}")
+            continue
         out.append(f"{name:<13}{r[4]:>10.1f}{r[16]:>11.1f}{r[4] - base[4]:>+10.1f}"
                    f"{r[4] / floor[4]:>12.2f}x")
     return "\n".join(out)

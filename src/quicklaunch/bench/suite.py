@@ -1,0 +1,298 @@
+"""``quicklaunch bench``: the README's main job, in one call.
+
+    run_suite(device=None, out="quicklaunch-bench", quick=False, progress=None)
+
+1. Launch overhead: quicklaunch's paths, the C baseline and the floors
+   (quicklaunch.bench.launch, run here), then every peer that can launch on
+   the device: on the CPU the sources of peers_cpu.py, each measured in a
+   child process of its own; on a GPU the CUDA benchmark's peers
+   (gpu_sources.PEERS: probed in children, then measured here, batched as
+   in benchmarks/gpu_launch.py). A peer that is missing or fails is a row
+   that says why.
+2. Workload: quicklaunch.bench.cg.run (conjugate gradient on 2D Poisson, its
+   implementations); when it is missing or raises, the section says why.
+3. results.json and the plots (plots.py) in ``out``; the table is
+   suite_report.table(result). Schema: benchmarks/README.md.
+
+``progress(done, total, what)`` is called as the run goes (total is 100).
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+from . import launch as launch_bench
+from .gpu_facts import gpu_facts, machine, versions
+from .gpu_model import ERROR, OK, SKIPPED, Context, load_sources
+
+SCHEMA = 1
+CPU_PEERS = "quicklaunch.bench.peers_cpu:SOURCES"
+GPU_PEERS = "quicklaunch.bench.gpu_sources:PEERS"
+
+FULL = {"iters": 200_000, "repeats": 9, "peer_iters": 200_000, "peer_repeats": 7,
+        "peer_timeout": 75.0, "peers_budget": 150.0, "gpu_budget": 60.0}
+QUICK = {"iters": 20_000, "repeats": 5, "peer_iters": 20_000, "peer_repeats": 3,
+         "peer_timeout": 30.0, "peers_budget": 40.0, "gpu_budget": 15.0}
+# on a GPU a launch costs microseconds: as many launches per sample as the
+# CUDA benchmark (benchmarks/gpu_launch.py) takes
+GPU = {False: {"iters": 20_000, "peer_iters": 20_000}, True: {"iters": 3_000, "peer_iters": 3_000}}
+BATCH = 256          # GPU: launches between untimed synchronisations
+
+# (row of quicklaunch.bench.launch, name in the table, source, what it times)
+QL_ROWS = (
+    ("indexed", "quicklaunch indexed", "quicklaunch", "k[1, 1](a, x, y, n)"),
+    ("configured", "quicklaunch configured", "quicklaunch",
+     "run = k.configure(1, 1) once; run(a, x, y, n)"),
+    ("direct", "quicklaunch direct", "quicklaunch", "k.launch(1, 1, a, x, y, n)"),
+    ("graph replay", "quicklaunch graph replay", "quicklaunch",
+     f"{launch_bench.GRAPH_LAUNCHES} configured launches recorded once (ql.graph), then "
+     "g.replay(); ns per kernel"),
+    ("debug stub", "quicklaunch debug stub", "quicklaunch",
+     "a debug=True build's configured launch: argument checks in Python, then the C path"),
+    ("C baseline", "C baseline", "reference",
+     "C loop calling the backend's launch entry with a prebuilt parameter block"),
+    ("C-ext floor", "C-ext floor", "reference",
+     "a METH_FASTCALL function taking the arguments and doing nothing"),
+    ("python loop", "python loop", "reference", "the empty for-loop step every Python row pays"),
+)
+STAGES = {"launch": (0, 30), "peers": (30, 65), "cg": (65, 95), "write": (95, 100)}
+
+
+class _Stages:
+    """Maps each stage's own progress onto one 0..100 scale."""
+
+    def __init__(self, progress):
+        self.progress = progress
+
+    def __call__(self, stage: str, fraction: float, what: str) -> None:
+        if self.progress is None:
+            return
+        lo, hi = STAGES[stage]
+        fraction = min(max(float(fraction), 0.0), 1.0) if math.isfinite(fraction) else 0.0
+        try:
+            self.progress(int(lo + (hi - lo) * fraction), 100, f"{stage}: {what}")
+        except Exception:  # noqa: BLE001 - a broken bar must not stop the run
+            pass
+
+
+def quicklaunch_rows(measured: dict | None, failure: str = "") -> dict:
+    """quicklaunch.bench.launch.measure's result as launch rows."""
+    out = {}
+    for key, name, source, note in QL_ROWS:
+        got = (measured or {}).get("rows", {}).get(key)
+        if got:
+            row = {str(n): got.get(n, got.get(str(n))) for n in (4, 16)}
+            row.update(status=OK, reason="")
+        else:
+            why = failure or (measured or {}).get("errors", {}).get(key, "not measured")
+            row = {"4": None, "16": None, "status": ERROR, "reason": why}
+        row.update(source=source, note=note)
+        out[name] = row
+    return out
+
+
+def peer_rows(rows) -> dict:
+    """gpu_model.Row objects (launch table only) as launch rows."""
+    out = {}
+    for r in rows:
+        if r.table != "launch":
+            continue
+        row = {str(n): r.median(n) for n in (4, 16)}
+        row.update(status=r.status, reason=r.reason, source=r.source, note=r.note)
+        if r.cells:
+            row["cells"] = {str(n): why for n, why in r.cells.items()}
+        if r.status == OK and all(row[str(n)] is None for n in (4, 16)):
+            row.update(status=ERROR, reason="; ".join(sorted(set(r.cells.values())))
+                       or "no figure")
+        out[r.name] = row
+    return out
+
+
+def measure_peers(sources, ctx: Context, *, iters: int, repeats: int, mode: str,
+                  sources_ref: str, timeout: float, budget: float | None, stage) -> tuple:
+    """Runs the peers; returns (rows, probes). ``mode``: "isolated", each
+    source in its own child process, one after another (a stage deadline
+    keeps a hanging peer from eating the run); "probed", probed in children
+    all at once, then measured together in this process (the CUDA
+    benchmark's way); "inprocess", set up and measured here (tests)."""
+    from .gpu_measure import failed_rows
+    from .gpu_run import run as run_sources
+    rows, probes = [], {}
+    if not sources:
+        return rows, probes
+    if mode != "isolated":
+        def say(msg):
+            stage("peers", 0.5, str(msg)[:60])
+        got = run_sources(sources, ctx, iters=iters, repeats=repeats, budget=budget,
+                          probe=mode == "probed", isolated=False, probe_timeout=timeout,
+                          sources_ref=sources_ref, on_progress=say)
+        stage("peers", 1.0, "done")
+        return got["rows"], got["probes"]
+    deadline = time.monotonic() + (budget or math.inf)
+    per_budget = 2.0
+    for i, src in enumerate(sources):
+        stage("peers", i / len(sources), src.name)
+        left = deadline - time.monotonic()
+        if left < 5.0:
+            rows += failed_rows(src, SKIPPED, "not run: the peers' time budget was used up")
+            continue
+        probe_timeout = max(1.0, min(timeout, left) - 4 * per_budget)
+        got = run_sources([src], ctx, iters=iters, repeats=repeats, budget=per_budget,
+                          probe=False, isolated=True, probe_timeout=probe_timeout,
+                          sources_ref=sources_ref)
+        rows += got["rows"]
+        probes.update(got["probes"])
+    stage("peers", 1.0, "done")
+    return rows, probes
+
+
+def cg_section(device: str, quick: bool, stage, runner=None) -> dict:
+    """quicklaunch.bench.cg.run's result with "status": "ok", or a status
+    and the reason it has no result."""
+    if runner is None:
+        try:
+            from . import cg
+        except ImportError as exc:
+            return {"status": SKIPPED, "reason": f"quicklaunch.bench.cg is not available "
+                                                 f"({type(exc).__name__}: {exc})"}
+        runner = getattr(cg, "run", None)
+        if not callable(runner):
+            return {"status": SKIPPED, "reason": "quicklaunch.bench.cg has no run() yet"}
+
+    def cg_progress(*args, **kwargs):
+        nums = [a for a in args if isinstance(a, (int, float)) and not isinstance(a, bool)]
+        text = next((a for a in args if isinstance(a, str)), "")
+        if len(nums) >= 2 and nums[1]:
+            frac = nums[0] / nums[1]
+        elif len(nums) == 1 and 0 <= nums[0] <= 1:
+            frac = nums[0]
+        else:
+            frac = 0.0
+        stage("cg", frac, text or "running")
+
+    stage("cg", 0.0, "starting")
+    try:
+        res = runner(device=device, quick=quick, progress=cg_progress)
+    except Exception as exc:  # noqa: BLE001 - the section says why instead
+        text = " ".join(str(exc).split())[:400]
+        return {"status": ERROR, "reason": f"quicklaunch.bench.cg.run raised "
+                                           f"{type(exc).__name__}: {text}"}
+    if not isinstance(res, dict) or not isinstance(res.get("rows"), dict):
+        return {"status": ERROR, "reason": f"quicklaunch.bench.cg.run returned "
+                                           f"{type(res).__name__}, not a dict with 'rows'"}
+    stage("cg", 1.0, "done")
+    return {"status": OK, "reason": "", **res}
+
+
+def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bool = False,
+              progress=None, *, settings: dict | None = None, peers=None,
+              peers_ref: str | None = None, peer_mode: str | None = None, cg_runner=None,
+              measure=None, plots: bool = True) -> dict:
+    """Runs every section, writes ``out``/results.json and the plots, and
+    returns the result. ``settings`` overrides FULL/QUICK; ``peers`` (a list
+    of gpu_model.Source, with ``peers_ref`` naming it for child processes),
+    ``peer_mode`` (measure_peers; default "isolated" on the CPU, "probed" on
+    a GPU), ``cg_runner`` and ``measure`` replace the defaults (tests).
+    An unknown device raises DeviceError before anything runs."""
+    import quicklaunch as ql
+    from .plots import write_plots
+    t_start = time.monotonic()
+    dev = ql.device(device)
+    on_gpu = dev.kind != "cpu"
+    mode = {**(QUICK if quick else FULL), **(GPU[quick] if on_gpu else {}), **(settings or {})}
+    stage = _Stages(progress)
+    out_dir = Path(out)
+    out_dir.mkdir(parents=True, exist_ok=True)   # an unusable --out fails now, not at the end
+    seconds = {}
+    result = {"benchmark": "quicklaunch bench", "schema": SCHEMA,
+              "created": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                  timespec="seconds"),
+              "device": dev.name, "device_description": dev.description, "quick": quick,
+              "machine": machine()}
+
+    # 1. quicklaunch's launch paths
+    stage("launch", 0.0, "compiling")
+    t0 = time.monotonic()
+    try:
+        measured = (measure or launch_bench.measure)(
+            dev.name, iters=mode["iters"], repeats=mode["repeats"],
+            progress=lambda d, t, w: stage("launch", d / max(t, 1), w),
+            **({"batch": BATCH} if on_gpu else {}))
+        failure = ""
+    except Exception as exc:  # noqa: BLE001 - peers and CG still run; exit status says so
+        measured, failure = None, f"{type(exc).__name__}: {' '.join(str(exc).split())[:400]}"
+    seconds["launch"] = round(time.monotonic() - t0, 1)
+    result.update({"iters": mode["iters"], "repeats": mode["repeats"],
+                   "rows": {k: {str(n): v for n, v in r.items()}
+                            for k, r in (measured or {}).get("rows", {}).items()}})
+    launch = {"unit": "ns per launch", "params": [4, 16], "iters": mode["iters"],
+              "repeats": mode["repeats"], "batch": BATCH if on_gpu else None,
+              "peer_iters": mode["peer_iters"], "peer_repeats": mode["peer_repeats"],
+              "rows": quicklaunch_rows(measured, failure)}
+
+    # 2. the peers
+    t0 = time.monotonic()
+    if peers is None:
+        peers_ref = GPU_PEERS if on_gpu else CPU_PEERS
+        peers = load_sources(peers_ref)
+    peers_ref = peers_ref or (GPU_PEERS if on_gpu else CPU_PEERS)
+    ctx = Context(device=dev.name, batch=BATCH)
+    if on_gpu:
+        from .gpu_measure import prepare_environment
+        prepare_environment()
+    rows, probes = measure_peers(
+        peers, ctx, iters=mode["peer_iters"], repeats=mode["peer_repeats"],
+        mode=peer_mode or ("probed" if on_gpu else "isolated"),
+        sources_ref=peers_ref, timeout=mode["peer_timeout"],
+        budget=mode["gpu_budget"] if on_gpu else mode["peers_budget"], stage=stage)
+    launch["rows"].update(peer_rows(rows))
+    launch["checks"] = ctx.info
+    launch["probes"] = {name: p for name, p in probes.items() if p}
+    seconds["peers"] = round(time.monotonic() - t0, 1)
+    result["launch"] = launch
+
+    # 3. the workload
+    t0 = time.monotonic()
+    result["cg"] = cg_section(dev.name, quick, stage, cg_runner)
+    seconds["cg"] = round(time.monotonic() - t0, 1)
+
+    # versions, files
+    dists = ["quicklaunch", "numpy", "matplotlib"] + [d for s in peers for d in s.dists]
+    result["versions"] = {"python": result["machine"]["python"], **versions(dists),
+                          "quicklaunch": ql.__version__}
+    if on_gpu:
+        result["gpu"] = gpu_facts(dev.name)
+    stage("write", 0.0, "plots")
+    result["plots"] = (write_plots(result, out_dir) if plots
+                       else {"skipped": "plots were not requested"})
+    seconds["total"] = round(time.monotonic() - t_start, 1)
+    result["seconds"] = seconds
+    write_json(result, out_dir / "results.json")
+    stage("write", 1.0, "done")
+    return result
+
+
+def _finite(value):
+    """NaN and infinities (not JSON) as None, NumPy values as Python ones,
+    all the way down."""
+    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
+        value = value.tolist()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def write_json(result: dict, path: Path) -> Path:
+    tmp = path.with_suffix(".json.tmp")
+    text = json.dumps(_finite(result), indent=1, default=str, allow_nan=False)
+    tmp.write_text(text + "\n")
+    os.replace(tmp, path)
+    return path
