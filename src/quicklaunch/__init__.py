@@ -14,6 +14,7 @@ from .trace import trace
 from .streams import Event, Stream
 from .graphs import Graph, graph
 from . import cuda
+from . import hip
 
 _launch._register_errors(LaunchError, LaunchTypeError, LaunchValueError, LaunchOverflowError)
 from .trace import _from_environment  # noqa: E402
@@ -29,5 +30,5 @@ __all__ = [
     "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
     "DeviceError", "CudaError", "KernelNotFoundError", "LaunchWarning", "trace",
     "Stream", "Event", "graph", "Graph", "__version__",
-    "cuda",
+    "cuda", "hip",
 ]

@@ -28,7 +28,10 @@ typedef struct QLDLManagedTensor {
     void (*deleter)(struct QLDLManagedTensor *self);
 } QLDLManagedTensor;
 
-enum { QL_DL_CPU = 1, QL_DL_CUDA = 2, QL_DL_CUDA_MANAGED = 13 };
+enum { QL_DL_CPU = 1, QL_DL_CUDA = 2, QL_DL_ROCM = 10, QL_DL_CUDA_MANAGED = 13 };
+/* Device ids (devices.py): cuda:N is 0x100 + N, hip:N 0x200 + N. */
+#define QL_GPU_ORDINAL(id) ((id) & 0xff)
+#define QL_IS_HIP(id) (((id) >> 8) == 2)
 
 static int compact(int32_t ndim, const int64_t *shape, const int64_t *strides) {
     if (!strides) return 1;
@@ -141,7 +144,7 @@ static int via_data_ptr(KernelCore *k, uint32_t i, PyObject *o, void **out) {
     long ordinal = PyLong_AsLong(dev);
     Py_DECREF(dev);
     if (ordinal == -1 && PyErr_Occurred()) return -1;
-    if (ordinal != k->device_id - 0x100)
+    if (ordinal != QL_GPU_ORDINAL(k->device_id))
         return arg_error(k, i, LaunchValueError, "the %.100s lives on cuda:%ld, the kernel on "
                          "%U; move it to the kernel's device", Py_TYPE(o)->tp_name, ordinal,
                          k->device_name);
@@ -214,8 +217,11 @@ static int via_dlpack(KernelCore *k, uint32_t i, PyObject *o, void **out) {
                        "'dltensor' capsule", Py_TYPE(o)->tp_name);
     } else {
         const QLDLTensor *x = &t->dl_tensor;
-        int gpu = x->device.device_type == QL_DL_CUDA || x->device.device_type == QL_DL_CUDA_MANAGED;
-        if (!gpu || x->device.device_id != k->device_id - 0x100)
+        int gpu = QL_IS_HIP(k->device_id)
+                      ? x->device.device_type == QL_DL_ROCM
+                      : x->device.device_type == QL_DL_CUDA ||
+                            x->device.device_type == QL_DL_CUDA_MANAGED;
+        if (!gpu || x->device.device_id != QL_GPU_ORDINAL(k->device_id))
             rc = arg_error(k, i, LaunchValueError, "the %.100s lives on DLPack device (%d, %d), "
                            "not on the kernel's device %U; move it there first",
                            Py_TYPE(o)->tp_name, x->device.device_type, x->device.device_id,

@@ -58,7 +58,7 @@ def make_validator(kernel, launcher):
     aligns = [(i, p.name, pointee_alignment(p.ctype)) for i, p in enumerate(kernel.params)
               if p.kind.endswith("pointer")]
     ints = [i for i, p in enumerate(kernel.params) if p.kind.startswith(("int", "uint"))]
-    gpu = kernel.device.backend if kernel.device.kind == "cuda" else None
+    gpu = kernel.device.backend if kernel.device.kind in ("cuda", "hip") else None
     grid = launcher.grid if launcher is not None else (1, 1, 1)
     block = launcher.block if launcher is not None else (1, 1, 1)
     threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
@@ -112,7 +112,8 @@ def _foreign_address(a) -> int | None:
 def _check_device_pointer(kernel, i, name, a, gpu) -> int | None:
     """Debug launches on a GPU ask the driver who owns each raw or foreign
     pointer (the fast path never does: one driver query per argument)."""
-    from .backends.cuda.memory import owner_ordinal
+    from .memory import _gpu_memory
+    owner_ordinal = _gpu_memory(kernel.device).owner_ordinal
     address = getattr(a, "ptr", None)
     if address is not None:  # a ql buffer: the launcher checks its device
         return address
@@ -123,12 +124,14 @@ def _check_device_pointer(kernel, i, name, a, gpu) -> int | None:
     if owner is None:
         raise LaunchValueError(
             f"kernel '{kernel.name}', parameter {i + 1} '{name}': address {address:#x} is "
-            f"not memory the CUDA driver knows (host memory, freed memory or another "
+            f"not memory the {kernel.device.kind.upper()} driver knows (host memory, freed "
+            f"memory or another "
             f"process's?); pass a buffer from ql.empty/ql.asarray(device='{kernel.device.name}')")
     if owner != kernel.device.ordinal:
         raise LaunchValueError(
             f"kernel '{kernel.name}', parameter {i + 1} '{name}': the memory at {address:#x} "
-            f"belongs to cuda:{owner}, but the kernel runs on {kernel.device.name}; copy it "
+            f"belongs to {kernel.device.kind}:{owner}, but the kernel runs on "
+            f"{kernel.device.name}; copy it "
             f"there with ql.asarray(x, device='{kernel.device.name}')")
     return address
 

@@ -16,6 +16,7 @@ __all__ = ["Device", "device", "default_device"]
 
 CPU_ID = 0  # device ids: cpu 0, cuda:N 0x100 + N, hip:N 0x200 + N
 CUDA_ID = 0x100
+HIP_ID = 0x200
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,7 +54,7 @@ class Device:
         the first failure of queued work as LaunchError."""
         from .streams import _capture_check, ops
         _capture_check(f"{self.name}.synchronize()")
-        if self.kind in ("cpu", "cuda"):  # failures of queued work raise LaunchError
+        if self.kind in ("cpu", "cuda", "hip"):  # failures of queued work raise LaunchError
             ops(self).device_synchronize()
         elif self.backend is not None:
             self.backend.synchronize()
@@ -96,7 +97,8 @@ def _usable_gpu() -> str | None:
 
 
 def device(spec: "str | Device | None" = None) -> Device:
-    """The device named by ``spec`` ("cpu", "cuda", "cuda:1"), or the default."""
+    """The device named by ``spec`` ("cpu", "cuda", "cuda:1", "hip", "hip:1"), or the
+    default ($QUICKLAUNCH_DEVICE, else the first CUDA GPU, else the CPU)."""
     if isinstance(spec, Device):
         return spec
     if spec is None:
@@ -117,11 +119,11 @@ def device(spec: "str | Device | None" = None) -> Device:
                 from .backends.cuda.device import open_device
                 dev = open_device(ordinal, CUDA_ID + ordinal)
             elif kind == "hip":
-                raise DeviceError(
-                    f"device {spec!r}: this quicklaunch has no {kind.upper()} backend yet; "
-                    "use device='cpu' (the CPU runs the same CUDA source)")
+                from .backends.hip.device import open_device as open_hip
+                dev = open_hip(ordinal, HIP_ID + ordinal)
             else:
-                raise DeviceError(f"unknown device {spec!r}; use 'cpu', 'cuda' or 'cuda:N'")
+                raise DeviceError(f"unknown device {spec!r}; use 'cpu', 'cuda', 'cuda:N', "
+                                  f"'hip' or 'hip:N'")
             _devices[key] = dev
     return dev
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _launch
 
-DL_CPU, DL_CUDA = 1, 2
+DL_CPU, DL_CUDA, DL_ROCM = 1, 2, 10
 # DLDataTypeCode
 _CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 
@@ -17,6 +17,8 @@ def device_of(buf) -> tuple[int, int]:
         return DL_CPU, 0
     if buf.device.kind == "cuda":
         return DL_CUDA, buf.device.ordinal
+    if buf.device.kind == "hip":
+        return DL_ROCM, buf.device.ordinal
     raise BufferError(f"no DLPack device type for {buf.device.name}")
 
 
@@ -33,6 +35,9 @@ def export(buf, stream=None, dl_device=None, copy=None):
     if buf.device.kind == "cuda" and stream not in (None, 1, -1):
         backend = buf.device.backend
         backend.call(lambda: backend.driver.cuStreamSynchronize(None), "cuStreamSynchronize")
+    elif buf.device.kind == "hip" and stream not in (None, 0, 1, -1):
+        backend = buf.device.backend   # HIP's null stream: 0 (DLPack) or 1 (legacy default)
+        backend.call(lambda: backend.runtime.hipStreamSynchronize(None), "hipStreamSynchronize")
     dtype = np.dtype(buf.dtype)
     code = _CODES.get(dtype.kind)
     if code is None or dtype.fields is not None:

@@ -4,7 +4,9 @@ A Buffer is the launcher's C Buffer type (address, size, device id, owner)
 plus shape and dtype. On the CPU device its memory is a 64-byte aligned NumPy
 allocation, so ``Buffer.numpy()`` is a zero-copy view. On a GPU it is device
 memory (backends/cuda/memory.py): ``numpy()`` copies back, and the buffer is
-exported as ``__cuda_array_interface__`` (v3) and DLPack.
+exported as ``__cuda_array_interface__`` (v3) and DLPack. Each GPU kind has
+its memory module (``_gpu_memory``): backends/cuda/memory.py,
+backends/hip/memory.py, with the same functions.
 """
 from __future__ import annotations
 
@@ -48,9 +50,8 @@ class Buffer(_launch.Buffer):
         from a GPU."""
         if self.device.host_memory:
             return self.owner
-        from .backends.cuda import memory as cuda_memory
         out = np.empty(self.shape, self.dtype)
-        cuda_memory.to_host(self.device.backend, out, self.ptr)
+        _gpu_memory(self.device).to_host(self.device.backend, out, self.ptr)
         return out
 
     def copy_from(self, src) -> "Buffer":
@@ -65,14 +66,13 @@ class Buffer(_launch.Buffer):
         if self.device.host_memory:
             self.owner[...] = data
         else:
-            from .backends.cuda import memory as cuda_memory
-            cuda_memory.to_device(self.device.backend, self.ptr, data)
+            _gpu_memory(self.device).to_device(self.device.backend, self.ptr, data)
         return self
 
     @property
     def __cuda_array_interface__(self) -> dict:
-        if self.device.kind != "cuda":
-            raise AttributeError("__cuda_array_interface__ is for CUDA device memory only")
+        if self.device.kind not in ("cuda", "hip"):   # HIP: as CuPy and Numba on ROCm read it
+            raise AttributeError("__cuda_array_interface__ is for GPU device memory only")
         # stream 1: the legacy default stream, which quicklaunch's launches use
         return {"shape": self.shape, "typestr": self.dtype.str, "descr": self.dtype.descr,
                 "data": (self.ptr, bool(self.readonly)), "strides": None, "version": 3,
@@ -125,12 +125,21 @@ def _wrap_host(array: np.ndarray, dev: Device) -> Buffer:
                   readonly=not array.flags.writeable)
 
 
+def _gpu_memory(dev: Device):
+    """The memory module of a GPU device's backend."""
+    if dev.kind == "cuda":
+        from .backends.cuda import memory
+        return memory
+    if dev.kind == "hip":
+        from .backends.hip import memory
+        return memory
+    raise DeviceError(f"device {dev.name} cannot allocate memory yet")
+
+
 def _gpu_alloc(shape, dtype: np.dtype, dev: Device) -> Buffer:
-    if dev.kind != "cuda":
-        raise DeviceError(f"device {dev.name} cannot allocate memory yet")
-    from .backends.cuda.memory import Allocation
+    mem = _gpu_memory(dev)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    owner = Allocation(dev.backend, nbytes)
+    owner = mem.Allocation(dev.backend, nbytes)
     return Buffer(owner.ptr, shape, dtype, dev, owner=owner)
 
 
@@ -149,8 +158,7 @@ def zeros(shape, dtype=np.float32, device=None) -> Buffer:
     if buf.device.host_memory:
         buf.numpy()[...] = 0
     else:
-        from .backends.cuda.memory import fill_bytes
-        fill_bytes(buf.device.backend, buf.ptr, 0, buf.nbytes)
+        _gpu_memory(buf.device).fill_bytes(buf.device.backend, buf.ptr, 0, buf.nbytes)
     return buf
 
 
@@ -171,6 +179,5 @@ def asarray(obj, device=None, dtype=None) -> Buffer:
     if src.dtype.hasobject:
         raise TypeError("an array of Python objects cannot be copied to a GPU")
     buf = _gpu_alloc(src.shape, src.dtype, dev)
-    from .backends.cuda.memory import to_device
-    to_device(dev.backend, buf.ptr, src)
+    _gpu_memory(dev).to_device(dev.backend, buf.ptr, src)
     return buf

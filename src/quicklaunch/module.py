@@ -229,6 +229,10 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
         mod = _compile_cuda(dev, source, options, name_expressions, bool(debug), origin)
         mod._origin = (file, line)
         return mod
+    if dev.kind == "hip":
+        mod = _compile_hip(dev, source, options, name_expressions, bool(debug), origin)
+        mod._origin = (file, line)
+        return mod
     raise CompileError(f"no compiler for device {dev.name}")
 
 
@@ -280,6 +284,47 @@ def _compile_cuda(dev, source, options, name_expressions, debug, origin) -> Modu
         # only queues the launch (about 2 us); a release would cost more.
         k = cls(mod, expr, info.lowered_name, params, codes, handle,
                 backend.driver.launch_address, 2**63, hook)
+        k._source_line = getattr(info, "line", 1)
+        _add_kernel(mod, expr, info.lowered_name, k)
+    return mod
+
+
+def _compile_hip(dev, source, options, name_expressions, debug, origin) -> Module:
+    """hiprtc for the GPU's architecture, then the HIP runtime loads the code
+    object; launches go through hipModuleLaunchKernel (cuLaunchKernel's shape)."""
+    from .backends.hip import program
+    from .signature import parse_kernels
+    backend = dev.backend
+    if debug:
+        options = (*options, "-O0", "-g")
+    exprs = tuple(" ".join(e.split()) for e in name_expressions)
+    prog = program.compile(source, arch=backend.arch, options=options, name_expressions=exprs)
+    if prog.wave_size != dev.limits.warp_size:
+        raise CompileError(f"the code was compiled for wave{prog.wave_size} but {dev.name} "
+                           f"runs wave{dev.limits.warp_size}; drop -mwavefrontsize64 / "
+                           f"-mno-wavefrontsize64{origin}", source=source, options=options)
+    mod = Module(dev, source, options)
+    mod.debug = debug
+    mod._library = backend.load_module(prog.code_object,
+                                       f"{len(prog.kernels)} kernels for {prog.arch}")
+    mod._program = prog
+    try:
+        mod._templates = {d.name for d in parse_kernels(source) if d.template is not None}
+    except ValueError:
+        mod._templates = set()
+    for expr, info in prog.kernels.items():
+        params = tuple(Param(p.name, p.ctype, p.size, p.align, KIND_NAMES.get(p.kind, "?"))
+                       for p in info.params)
+        bad = [p.name for p in params if p.kind == "invalid"]
+        if bad:
+            raise CompileError(f"kernel '{expr}': parameter(s) {bad} are references; a "
+                               f"kernel takes values and pointers{origin}", source=source,
+                               options=options)
+        handle = backend.function(mod._library, info.lowered_name)
+        cls = DebugKernel if debug else Kernel
+        # hipModuleLaunchKernel only queues the launch: keep the GIL, as for CUDA
+        k = cls(mod, expr, info.lowered_name, params, bytes(p.kind for p in info.params),
+                handle, backend.runtime.launch_address, 2**63, backend.error_hook)
         k._source_line = getattr(info, "line", 1)
         _add_kernel(mod, expr, info.lowered_name, k)
     return mod

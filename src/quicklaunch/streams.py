@@ -9,7 +9,8 @@ after it. An event marks a point in a stream: other streams can wait for
 it, the host can wait for it, and two events time what ran between them.
 
 Each device supplies the operations (``ops(device)``): the CPU runtime
-(backends/cpu/streams.py) or the CUDA driver (backends/cuda/streams.py).
+(backends/cpu/streams.py), the CUDA driver (backends/cuda/streams.py) or the
+HIP runtime (backends/hip/streams.py; no graphs yet).
 Handles are ints; 0 is the default stream. The operations are:
 
     stream_create() -> int                stream_destroy(s)
@@ -51,6 +52,9 @@ def ops(dev: Device):
             elif dev.kind == "cuda":
                 from .backends.cuda.streams import CudaStreamOps
                 _ops[dev.id] = CudaStreamOps(dev.backend)
+            elif dev.kind == "hip":
+                from .backends.hip.streams import HipStreamOps
+                _ops[dev.id] = HipStreamOps(dev.backend)
             else:
                 raise LaunchError(f"device {dev.name} has no streams")
         return _ops[dev.id]

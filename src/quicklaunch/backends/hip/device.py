@@ -1,0 +1,159 @@
+"""An AMD GPU as a quicklaunch device: its architecture and limits (queried
+once), module loading, globals, and the launch error hook.
+
+The HIP runtime keeps a current device per thread (default: device 0). The
+thread that opens ``hip:N`` makes N current; a launch from another thread
+whose current device is not N, if the runtime refuses it, has the error
+hook make N current and the launcher retry once (as the CUDA device does
+with its context). The fast path never asks which device is current.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import threading
+from ctypes import byref, c_int, c_size_t, c_void_p
+
+from ...devices import Device, Limits
+from ...errors import DeviceError, LaunchError
+from . import driver as drv
+
+# hipDeviceAttribute_t (ROCm 5.x and 6.x agree on these)
+_ATTR = {"major": 23, "block_x": 26, "block_y": 27, "block_z": 28, "grid_x": 29, "grid_y": 30,
+         "grid_z": 31, "max_threads": 56, "minor": 61, "cus": 63, "shared": 74, "warp": 87}
+_DEFAULTS = {"block_x": 1024, "block_y": 1024, "block_z": 1024, "grid_x": 2**31 - 1,
+             "grid_y": 65535, "grid_z": 65535, "max_threads": 1024, "shared": 64 * 1024}
+_ARCH_NAME = re.compile(rb"(gfx[0-9a-f]{3,5}(?::[a-z_]+[+-])*)\x00")
+_PROPS_BYTES = 16384   # larger than any hipDeviceProp_t so far (about 1.5 KiB)
+
+
+class HipDevice:
+    """The runtime-side state of one GPU, kept on its Device as ``backend``."""
+
+    def __init__(self, rt: drv.Runtime, ordinal: int):
+        self.runtime = self.driver = rt   # .driver: the name the CUDA backend's users read
+        self.ordinal = ordinal
+        self.make_current()
+        name = ctypes.create_string_buffer(256)
+        rt.check(rt.hipDeviceGetName(name, 256, ordinal), "hipDeviceGetName")
+        self.name = name.value.decode(errors="replace")
+        self.attrs = {k: self._attribute(k, v) for k, v in _ATTR.items()}
+        self.target = self._target()               # "gfx90a:sramecc+:xnack-"
+        self.arch = self.target.split(":")[0]      # "gfx90a"
+        memory = c_size_t()
+        rt.check(rt.hipDeviceTotalMem(byref(memory), ordinal), "hipDeviceTotalMem")
+        self.total_memory = memory.value
+        self._images: dict[int, object] = {}   # module -> its code object, kept while loaded
+
+    def _attribute(self, key: str, attr: int) -> int:
+        out = c_int()
+        status = self.runtime.hipDeviceGetAttribute(byref(out), attr, self.ordinal)
+        if status != 0:
+            if key in _DEFAULTS:
+                return _DEFAULTS[key]
+            self.runtime.check(status, f"hipDeviceGetAttribute({attr})")
+        return out.value
+
+    def _target(self) -> str:
+        """The GPU's target id, read from hipDeviceProp_t.gcnArchName (found by
+        its contents: the struct's layout differs between ROCm versions)."""
+        forced = os.environ.get("QUICKLAUNCH_HIP_ARCH")
+        if forced:
+            return forced
+        props = ctypes.create_string_buffer(_PROPS_BYTES)
+        self.runtime.check(self.runtime.hipGetDeviceProperties(props, self.ordinal),
+                           "hipGetDeviceProperties")
+        m = _ARCH_NAME.search(props.raw, 256)   # after name[256]
+        if m is None:
+            raise DeviceError(f"hip:{self.ordinal} ({self.name}): the GPU architecture could "
+                              f"not be read from hipGetDeviceProperties; set "
+                              f"QUICKLAUNCH_HIP_ARCH (e.g. gfx90a)")
+        return m.group(1).decode()
+
+    def make_current(self) -> None:
+        self.runtime.check(self.runtime.hipSetDevice(self.ordinal), f"hipSetDevice({self.ordinal})")
+
+    def current(self) -> bool:
+        out = c_int()
+        return self.runtime.hipGetDevice(byref(out)) == 0 and out.value == self.ordinal
+
+    def call(self, status_of, what: str, hint: str = ""):
+        """Runs a runtime call with this device current (made current first
+        if the calling thread has another)."""
+        if not self.current():
+            self.make_current()
+        self.runtime.check(status_of(), what, hint)
+
+    def synchronize(self) -> None:
+        self.call(lambda: self.runtime.hipDeviceSynchronize(), "hipDeviceSynchronize")
+
+    def limits(self) -> Limits:
+        a = self.attrs
+        return Limits(max_threads_per_block=a["max_threads"],
+                      max_block_dims=(a["block_x"], a["block_y"], a["block_z"]),
+                      max_grid_dims=(a["grid_x"], a["grid_y"], a["grid_z"]),
+                      max_shared_per_block=a["shared"], warp_size=a["warp"])
+
+    # ------------------------------------------------------------ modules
+    def load_module(self, image: bytes, what: str) -> int:
+        module = c_void_p()
+        buf = ctypes.create_string_buffer(image, len(image))
+        self.call(lambda: self.runtime.hipModuleLoadData(byref(module), buf),
+                  f"hipModuleLoadData ({what})")
+        self._images[module.value] = buf
+        return module.value
+
+    def function(self, module: int, lowered_name: str) -> int:
+        fn = c_void_p()
+        self.call(lambda: self.runtime.hipModuleGetFunction(byref(fn), module,
+                                                            lowered_name.encode()),
+                  f"hipModuleGetFunction({lowered_name})")
+        return fn.value
+
+    def global_address(self, module: int, name: str) -> tuple[int, int]:
+        ptr, size = c_void_p(), c_size_t()
+        self.call(lambda: self.runtime.hipModuleGetGlobal(byref(ptr), byref(size), module,
+                                                          name.encode()),
+                  f"hipModuleGetGlobal({name})")
+        return ptr.value or 0, size.value
+
+    def unload(self, module: int) -> None:
+        self.runtime.hipModuleUnload(c_void_p(module))
+        self._images.pop(module, None)
+
+    # ------------------------------------------------------------ launches
+    def error_hook(self, kernel, status: int):
+        """Turns a hipModuleLaunchKernel status into the exception to raise,
+        or None (the launcher retries once) after making this device current
+        on a thread that had another."""
+        if status in (drv.hipErrorInvalidDevice, drv.hipErrorInvalidContext,
+                      drv.hipErrorInvalidHandle) and not self.current():
+            self.make_current()
+            return None
+        err = self.runtime.error(status, f"launch of kernel '{kernel.name}'")
+        return LaunchError(str(err))
+
+
+_open_lock = threading.Lock()
+
+
+def open_device(ordinal: int, device_id: int) -> Device:
+    """ql.device("hip:N"): raises DeviceError when there is no such GPU."""
+    rt = drv.runtime()      # DeviceError with the reason when there is none
+    count = c_int()
+    status = rt.hipGetDeviceCount(byref(count))
+    if status not in (0, drv.hipErrorNoDevice):
+        rt.check(status, "hipGetDeviceCount")
+    n = count.value if status == 0 else 0
+    if ordinal >= n:
+        have = f"{n} AMD GPU{'s' if n != 1 else ''}"
+        raise DeviceError(f"device 'hip:{ordinal}': this machine has {have}"
+                          + ("; use device='cpu'" if not n else f" (hip:0 to hip:{n - 1})"))
+    with _open_lock:
+        backend = HipDevice(rt, ordinal)
+    mem = backend.total_memory / 2**30
+    desc = (f"{backend.name}, {backend.target}, {backend.attrs['cus']} CUs, wave"
+            f"{backend.attrs['warp']}, {mem:.0f} GiB, HIP {rt.version_text}")
+    return Device("hip", ordinal, device_id, desc, limits=backend.limits(), host_memory=False,
+                  backend=backend)
