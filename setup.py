@@ -16,7 +16,8 @@ setup(
         Extension(
             "quicklaunch._launch",
             sources=["src/quicklaunch/_launch.c"],
-            depends=["src/quicklaunch/_launch_types.h", "src/quicklaunch/_launch_buffer.h",
+            depends=["src/quicklaunch/_launch_types.h", "src/quicklaunch/_launch_launcher.h",
+                     "src/quicklaunch/_launch_buffer.h",
                      "src/quicklaunch/_launch_pointers.h",
                      "src/quicklaunch/_launch_interop.h",
                      "src/quicklaunch/_convert.h",

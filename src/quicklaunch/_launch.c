@@ -512,6 +512,7 @@ static PyObject *launcher_vectorcall_entry(PyObject *self, PyObject *const *args
 }
 
 #include "_launch_types.h"
+#include "_launch_launcher.h"
 #include "_launch_buffer.h"
 
 /* -------------------------------------------------------------- module */

@@ -101,6 +101,7 @@ static constexpr int warpSize = 32;
 #include "ql_launch_state.h"
 #ifdef QL_TIER2
 #include "ql_fibers.h"
+#include "ql_warp.h"
 #endif
 
 #endif /* QL_CUDA_SHIM_H */
