@@ -12,6 +12,7 @@ import pytest
 
 from quicklaunch.backends.hip import driver, hiprtc
 from quicklaunch.errors import CompileError
+from tests import rtc_fixtures
 
 
 def _hiprtc_problem() -> str | None:
@@ -49,22 +50,11 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def private_cache(tmp_path, monkeypatch):
-    from quicklaunch import cache
     from quicklaunch.backends.hip import program
-    root = tmp_path / "cache"
-    monkeypatch.setattr(program, "_cache", cache.CompileCache(root))
-    return root
+    return rtc_fixtures.private_cache(tmp_path, monkeypatch, program)
 
 
 @pytest.fixture
 def count_compiles(monkeypatch):
     """Counts calls into hiprtc (a list, one entry per compilation)."""
-    calls = []
-    real = hiprtc.Hiprtc.compile
-
-    def counting(self, *args, **kwargs):
-        calls.append(args[0])
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(hiprtc.Hiprtc, "compile", counting)
-    return calls
+    return rtc_fixtures.count_compiles(monkeypatch, hiprtc.Hiprtc)

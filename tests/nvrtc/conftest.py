@@ -7,6 +7,7 @@ import pytest
 
 from quicklaunch.backends.cuda import nvrtc
 from quicklaunch.errors import CompileError
+from tests import rtc_fixtures
 
 
 def _probe() -> str | None:
@@ -44,22 +45,11 @@ def lib():
 @pytest.fixture
 def private_cache(tmp_path, monkeypatch):
     """A compile cache of this test's own (so hits and misses are its own)."""
-    from quicklaunch import cache
     from quicklaunch.backends.cuda import program
-    root = tmp_path / "cache"
-    monkeypatch.setattr(program, "_cache", cache.CompileCache(root))
-    return root
+    return rtc_fixtures.private_cache(tmp_path, monkeypatch, program)
 
 
 @pytest.fixture
 def count_compiles(monkeypatch):
     """Counts calls into NVRTC's compiler (a list, one entry per call)."""
-    calls = []
-    real = nvrtc.Nvrtc.compile
-
-    def counting(self, *args, **kwargs):
-        calls.append(args[0])
-        return real(self, *args, **kwargs)
-
-    monkeypatch.setattr(nvrtc.Nvrtc, "compile", counting)
-    return calls
+    return rtc_fixtures.count_compiles(monkeypatch, nvrtc.Nvrtc)

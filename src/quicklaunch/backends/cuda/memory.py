@@ -6,36 +6,29 @@ given another), so ``buf.numpy()`` after a launch sees the kernel's writes.
 """
 from __future__ import annotations
 
-import sys
 from ctypes import byref, c_uint64, c_void_p
 
 import numpy as np
 
+from ..gpu_memory import DeviceAllocation
 
-class Allocation:
+
+class Allocation(DeviceAllocation):
     """``nbytes`` of device memory from cuMemAlloc, freed when the last
     reference to it goes (buffers, views and exported capsules hold one)."""
 
-    __slots__ = ("backend", "ptr", "nbytes", "__weakref__")
+    __slots__ = ()
 
-    def __init__(self, backend, nbytes: int):
-        self.backend = backend
-        self.nbytes = nbytes
+    def _allocate(self, backend, nbytes: int) -> int:
         ptr = c_uint64()
         d = backend.driver
         backend.call(lambda: d.cuMemAlloc(byref(ptr), max(nbytes, 1)),
                      f"cuMemAlloc({nbytes} bytes on cuda:{backend.ordinal})",
                      hint="free buffers you no longer need, or allocate less")
-        self.ptr = ptr.value
+        return ptr.value
 
-    def __del__(self):
-        if sys.is_finalizing() or not getattr(self, "ptr", 0):
-            return
-        try:
-            self.backend.call(lambda: self.backend.driver.cuMemFree(self.ptr), "cuMemFree")
-        except Exception:  # a context torn down at exit: nothing left to free
-            pass
-        self.ptr = 0
+    def _free(self) -> None:
+        self.backend.call(lambda: self.backend.driver.cuMemFree(self.ptr), "cuMemFree")
 
 
 def to_device(backend, dst: int, src: np.ndarray) -> None:

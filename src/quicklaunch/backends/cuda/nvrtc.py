@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ...cache import cache_key
 from ...errors import CacheError, CompileError
+from ..rtc_common import find_library, open_library
 
 __all__ = ["Nvrtc", "Result", "load", "reset", "candidates", "arch_for", "INSTALL_HINT",
            "COMPILATION"]
@@ -228,10 +229,7 @@ class Nvrtc:
 
 
 def _open(path: str) -> Nvrtc:
-    try:
-        return Nvrtc(path)
-    except (OSError, AttributeError) as exc:
-        raise OSError(str(exc) if path in str(exc) else f"{path}: {exc}") from None
+    return open_library(Nvrtc, path)
 
 
 def load() -> Nvrtc:
@@ -240,27 +238,15 @@ def load() -> Nvrtc:
     if _loaded is not None:
         return _loaded
     with _lock:
-        if _loaded is not None:
-            return _loaded
-        explicit = os.environ.get("QUICKLAUNCH_NVRTC")
-        if explicit:
-            try:
-                _loaded = _open(explicit)
-            except OSError as exc:
-                raise CompileError(f"QUICKLAUNCH_NVRTC={explicit} could not be loaded as NVRTC "
-                                   f"({exc}); point it at libnvrtc, unset it, or "
-                                   f"{INSTALL_HINT}") from None
-            return _loaded
-        tried = []
-        for path in candidates():
-            try:
-                _loaded = _open(path)
-                return _loaded
-            except OSError as exc:
-                tried.append(str(exc))
-        detail = ("; tried: " + "; ".join(tried)) if tried else ""
-        raise CompileError(f"NVRTC (the CUDA runtime compiler) was not found{detail}. "
-                           f"To compile for CUDA GPUs, {INSTALL_HINT}")
+        if _loaded is None:
+            _loaded = find_library(
+                "QUICKLAUNCH_NVRTC", _open, candidates,
+                lambda value, exc: (f"QUICKLAUNCH_NVRTC={value} could not be loaded as NVRTC "
+                                    f"({exc}); point it at libnvrtc, unset it, or "
+                                    f"{INSTALL_HINT}"),
+                lambda detail: (f"NVRTC (the CUDA runtime compiler) was not found{detail}. "
+                                f"To compile for CUDA GPUs, {INSTALL_HINT}"))
+        return _loaded
 
 
 def arch_for(capability: tuple[int, int]) -> str:

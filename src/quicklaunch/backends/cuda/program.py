@@ -13,7 +13,6 @@ those kernels are dropped and the source compiled once more.
 """
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 from ... import cache as cache_mod
 from ...errors import CompileError
 from ...signature import KernelDecl, SignatureError, normalize_name, parse_kernels, strip_comments
+from .. import rtc_common
 from . import nvrtc, ptx
 from .nvrtc import arch_for
 
@@ -30,7 +30,6 @@ FORMAT = "cuda-program-1"
 FILENAME = "kernel.cu"
 REFLECT_FILE = "<quicklaunch reflection>"
 INCLUDE_DIR = Path(__file__).parent / "include"
-_MAX_LOG = 8000
 _INCLUDE = re.compile(r"^[ \t]*#[ \t]*include\b", re.M)
 _PRE_INCLUDE = ("--pre-include", "-include")
 _cache = cache_mod.CompileCache()
@@ -105,23 +104,12 @@ def _include_headers() -> dict[str, str]:
     return _headers
 
 
-def _numbered(source: str) -> str:
-    lines = source.splitlines()
-    width = len(str(len(lines)))
-    return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(lines, 1))
-
-
 def _error(what: str, log: str, source: str, options, command, exprs=()) -> CompileError:
-    shown = log if len(log) <= _MAX_LOG else log[:_MAX_LOG] + "\n[... log truncated]"
+    shown = rtc_common.truncate_log(log)
     shown = re.sub(r"^" + re.escape(FILENAME) + r"\((\d+)\): ", r"line \1: ", shown, flags=re.M)
-    shown = re.sub(r"^" + re.escape(REFLECT_FILE) + r"\((\d+)\): ",
-                   lambda m: (f"kernel '{exprs[int(m.group(1)) - 1]}' (reflection): "
-                              if 0 < int(m.group(1)) <= len(exprs) else m.group(0)),
-                   shown, flags=re.M)
-    message = (f"{what}\n\ncompiler output:\n{shown.rstrip()}\n\nsource:\n{_numbered(source)}"
-               f"\n\noptions: {list(options)}")
-    return CompileError(message, log=log, source=source, options=tuple(options),
-                        command=tuple(command))
+    shown = rtc_common.name_reflection_rows(shown, r"^" + re.escape(REFLECT_FILE) + r"\((\d+)\): ",
+                                            exprs)
+    return rtc_common.compile_error(what, shown, log, source, options, command)
 
 
 def _expressions(decls: list[KernelDecl], name_expressions) -> list[str]:
@@ -176,21 +164,8 @@ def compile(source: str, arch: str = "sm_90", options=(), name_expressions=()) -
     """Compile CUDA C++ `source` with NVRTC for `arch` (``sm_XX``: cubin and
     PTX; ``compute_XX``: PTX only). Kernels and their parameters are in
     ``.kernels``; template kernels only through ``name_expressions``."""
-    if not isinstance(source, str):
-        raise TypeError(f"source must be a str of CUDA C++, got {type(source).__name__}")
-    options = (options,) if isinstance(options, str) else tuple(options)
-    name_expressions = ((name_expressions,) if isinstance(name_expressions, str)
-                        else tuple(name_expressions))
-    for opt in options + name_expressions:
-        if not isinstance(opt, str):
-            raise TypeError(f"options and name expressions are strings, got {opt!r}")
-    for e in name_expressions:
-        if not e.strip() or any(c in e for c in '"\\\n;{}'):
-            raise CompileError(f"invalid name expression {e!r}", source=source, options=options)
-    for opt in options:
-        if re.match(r"-(-gpu-architecture|arch)\b", opt):
-            raise CompileError(f"option {opt!r}: pass the architecture as arch=, not as an "
-                               f"option", source=source, options=options)
+    options, name_expressions = rtc_common.check_compile_args(
+        source, options, name_expressions, "CUDA C++", r"-(-gpu-architecture|arch)\b")
     lib = nvrtc.load()
     problem = lib.arch_error(arch)
     if problem:
@@ -218,27 +193,11 @@ def _compile(lib, key, source, arch, options, name_expressions, headers) -> Prog
             or any(o.startswith(_PRE_INCLUDE) for o in options)):
         full += lib.bundled_include(_cache)
     command = ("nvrtc", *full)
-    while True:
-        result = lib.compile(source + _prelude(exprs), FILENAME, full, headers, exprs,
-                             cubin=arch.startswith("sm_"))
-        if result.ok:
-            break
-        rows = (_reflection_errors(result.log, len(exprs))
-                if result.status == nvrtc.COMPILATION else None)
-        gone = {i for i, missing in (rows or {}).items()
-                if missing and normalize_name(exprs[i]) not in given}
-        if gone:   # kernels the preprocessor removed (#if 0): leave them out, once more
-            exprs = [e for i, e in enumerate(exprs) if i not in gone]
-            continue
-        if result.status != nvrtc.COMPILATION:
-            what = f"NVRTC refused the compilation ({result.error})"
-        elif rows:
-            names = ", ".join(repr(exprs[i]) for i in sorted(rows))
-            what = (f"{names} could not be resolved to a single __global__ function (or "
-                    f"template instantiation) of the source")
-        else:
-            what = f"kernel source failed to compile with NVRTC for {arch}"
-        raise _error(what, result.log, source, options, command, exprs)
+    result, exprs = rtc_common.compile_dropping_removed(
+        lambda exprs: lib.compile(source + _prelude(exprs), FILENAME, full, headers, exprs,
+                                  cubin=arch.startswith("sm_")),
+        exprs, given, _reflection_errors, nvrtc.COMPILATION, "NVRTC", arch,
+        lambda what, log, exprs: _error(what, log, source, options, command, exprs))
     lines = {d.name: d.line for d in decls}
     try:
         table = ptx.entries(result.ptx)
@@ -266,33 +225,17 @@ def _compile(lib, key, source, arch, options, name_expressions, headers) -> Prog
 def _store(key: str, prog: Program) -> None:
     meta = {"format": FORMAT, "arch": prog.arch, "ptx": prog.ptx, "log": prog.log,
             "cubin": prog.cubin is not None,
-            "kernels": [[k.name, k.lowered_name, k.line,
-                         [[p.name, p.ctype, p.size, p.align, p.kind] for p in k.params]]
-                        for k in prog.kernels.values()]}
-    try:
-        if prog.cubin is not None:
-            _cache.put("cuda", key, ".cubin", prog.cubin)
-        _cache.put("cuda", key, ".json", json.dumps(meta).encode())
-    except OSError:
-        pass   # an unwritable cache costs a recompile next time, nothing else
+            "kernels": rtc_common.kernel_rows(prog.kernels.values())}
+    blobs = [(".cubin", prog.cubin)] if prog.cubin is not None else []
+    rtc_common.store_entry(_cache, "cuda", key, meta, blobs)
 
 
 def _load_cached(key, source, arch, options, name_expressions, version) -> Program | None:
-    data = _cache.read("cuda", key, ".json")
-    if data is None:
-        return None
-    try:
-        meta = json.loads(data)
-        if meta["format"] != FORMAT or meta["arch"] != arch:
-            return None
-        cubin = _cache.read("cuda", key, ".cubin") if meta["cubin"] else None
+    def build(meta, read):
+        cubin = read(".cubin") if meta["cubin"] else None
         if meta["cubin"] and cubin is None:
             return None
-        kernels = [KernelInfo(str(name), str(symbol), tuple(
-                       ParamInfo(str(p), str(ctype), int(size), int(align), int(kind))
-                       for p, ctype, size, align, kind in params), int(line))
-                   for name, symbol, line, params in meta["kernels"]]
+        kernels = rtc_common.kernels_from_rows(meta["kernels"], KernelInfo, ParamInfo)
         return Program(source, arch, options, name_expressions, str(meta["ptx"]), cubin,
                        str(meta["log"]), kernels, version, from_cache=True)
-    except (ValueError, KeyError, TypeError):
-        return None   # a damaged entry is a miss: compiled again and rewritten
+    return rtc_common.load_entry(_cache, "cuda", key, FORMAT, arch, build)

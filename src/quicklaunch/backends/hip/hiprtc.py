@@ -27,6 +27,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ...errors import CompileError
+from ..rtc_common import find_library, open_library
 
 __all__ = ["Hiprtc", "Result", "load", "reset", "candidates", "INSTALL_HINT", "COMPILATION"]
 
@@ -167,10 +168,7 @@ def _comgr_isas(hiprtc_path: str) -> tuple[str, str, tuple[str, ...]]:
 
 
 def _open(path: str) -> Hiprtc:
-    try:
-        return Hiprtc(path)
-    except (OSError, AttributeError) as exc:
-        raise OSError(str(exc) if path in str(exc) else f"{path}: {exc}") from None
+    return open_library(Hiprtc, path)
 
 
 def load() -> Hiprtc:
@@ -179,27 +177,15 @@ def load() -> Hiprtc:
     if _loaded is not None:
         return _loaded
     with _lock:
-        if _loaded is not None:
-            return _loaded
-        explicit = os.environ.get("QUICKLAUNCH_HIPRTC")
-        if explicit:
-            try:
-                _loaded = _open(explicit)
-            except OSError as exc:
-                raise CompileError(f"QUICKLAUNCH_HIPRTC={explicit} could not be loaded as "
-                                   f"hiprtc ({exc}); point it at libhiprtc.so or "
-                                   f"libamdhip64.so, unset it, or {INSTALL_HINT}") from None
-            return _loaded
-        tried = []
-        for path in candidates():
-            try:
-                _loaded = _open(path)
-                return _loaded
-            except OSError as exc:
-                tried.append(str(exc))
-        detail = ("; tried: " + "; ".join(tried)) if tried else ""
-        raise CompileError(f"hiprtc (the HIP runtime compiler) was not found{detail}. "
-                           f"To compile for AMD GPUs, {INSTALL_HINT}")
+        if _loaded is None:
+            _loaded = find_library(
+                "QUICKLAUNCH_HIPRTC", _open, candidates,
+                lambda value, exc: (f"QUICKLAUNCH_HIPRTC={value} could not be loaded as "
+                                    f"hiprtc ({exc}); point it at libhiprtc.so or "
+                                    f"libamdhip64.so, unset it, or {INSTALL_HINT}"),
+                lambda detail: (f"hiprtc (the HIP runtime compiler) was not found{detail}. "
+                                f"To compile for AMD GPUs, {INSTALL_HINT}"))
+        return _loaded
 
 
 def reset() -> None:

@@ -16,7 +16,6 @@ dropped and the source compiled once more.
 """
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -24,8 +23,9 @@ from ... import cache as cache_mod
 from ...errors import CompileError
 from ...signature import SignatureError, normalize_name, parse_kernels
 from ..cuda.program import (INCLUDE_DIR as CUDA_INCLUDE, KernelInfo, ParamInfo, _KernelTable,
-                            _base, _expressions, _numbered, _params, _prelude)
+                            _base, _expressions, _params, _prelude)
 from ..cuda import ptx
+from .. import rtc_common
 from . import elf, hiprtc, metadata
 from .worker import CompilerCrash
 
@@ -37,7 +37,6 @@ REFLECT_FILE = "<quicklaunch reflection>"
 ADDRESS_FILE = "<quicklaunch kernel addresses>"
 INCLUDE_DIR = Path(__file__).parent / "include"
 DEFAULT_STD = "-std=c++17"
-_MAX_LOG = 8000
 _DIAG = re.compile(r"^(.*?):(\d+):(?:\d+:)? (?:fatal )?error: (.*)$", re.M)
 _PRELUDE_ERROR = re.compile(r"error: static assertion failed[^\n]*?: (quicklaunch HIP[^\n]*)")
 _CRASH_HINTS = {   # what LLVM says -> what the source did
@@ -106,18 +105,13 @@ def _error(what, log, source, options, command, exprs=()) -> CompileError:
     ours = _PRELUDE_ERROR.search(log)
     if ours:   # the prelude refused a CUDA construct: say that first
         what = f"{what}: {ours.group(1)}"
-    shown = log if len(log) <= _MAX_LOG else log[:_MAX_LOG] + "\n[... log truncated]"
+    shown = rtc_common.truncate_log(log)
     shown = re.sub(r"^" + re.escape(FILENAME) + r":(\d+):(\d+): ", r"line \1, column \2: ",
                    shown, flags=re.M)
-    shown = re.sub(r"^(?:" + re.escape(REFLECT_FILE) + "|" + re.escape(ADDRESS_FILE)
-                   + r"):(\d+):\d+: ",
-                   lambda m: (f"kernel '{exprs[int(m.group(1)) - 1]}' (reflection): "
-                              if 0 < int(m.group(1)) <= len(exprs) else m.group(0)),
-                   shown, flags=re.M)
-    message = (f"{what}\n\ncompiler output:\n{shown.rstrip()}\n\nsource:\n{_numbered(source)}"
-               f"\n\noptions: {list(options)}")
-    return CompileError(message, log=log, source=source, options=tuple(options),
-                        command=tuple(command))
+    shown = rtc_common.name_reflection_rows(
+        shown, r"^(?:" + re.escape(REFLECT_FILE) + "|" + re.escape(ADDRESS_FILE)
+        + r"):(\d+):\d+: ", exprs)
+    return rtc_common.compile_error(what, shown, log, source, options, command)
 
 
 def _reflection_errors(log: str, n: int) -> dict[int, bool] | None:
@@ -146,22 +140,8 @@ def _addresses(exprs: list[str]) -> str:
 
 
 def _check_args(source, options, name_expressions):
-    if not isinstance(source, str):
-        raise TypeError(f"source must be a str of CUDA/HIP C++, got {type(source).__name__}")
-    options = (options,) if isinstance(options, str) else tuple(options)
-    name_expressions = ((name_expressions,) if isinstance(name_expressions, str)
-                        else tuple(name_expressions))
-    for opt in options + name_expressions:
-        if not isinstance(opt, str):
-            raise TypeError(f"options and name expressions are strings, got {opt!r}")
-    for e in name_expressions:
-        if not e.strip() or any(c in e for c in '"\\\n;{}'):
-            raise CompileError(f"invalid name expression {e!r}", source=source, options=options)
-    for opt in options:
-        if re.match(r"--?(offload-arch|amdgpu-target|mcpu|march)\b", opt):
-            raise CompileError(f"option {opt!r}: pass the architecture as arch=, not as an "
-                               f"option", source=source, options=options)
-    return options, name_expressions
+    return rtc_common.check_compile_args(source, options, name_expressions, "CUDA/HIP C++",
+                                         r"--?(offload-arch|amdgpu-target|mcpu|march)\b")
 
 
 def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) -> Program:
@@ -195,32 +175,19 @@ def _compile(lib, key, source, arch, options, name_expressions, headers) -> Prog
     full = [f"--offload-arch={arch}", *std, *options]
     command = ("hiprtc", *full)
     head = f'#include "ql_hip_prelude.h"\n#line 1 "{FILENAME}"\n'
-    while True:
+
+    def run(exprs):
         text = head + source + _prelude(exprs) + _addresses(exprs)
         try:
-            result = lib.compile(text, FILENAME, full, headers, [])
+            return lib.compile(text, FILENAME, full, headers, [])
         except CompilerCrash as exc:
             hint = next((h for key, h in _CRASH_HINTS.items() if key in exc.log), "")
             raise _error(exc.headline + hint, exc.log, source, options, command, exprs) \
                 from None
-        if result.ok:
-            break
-        rows = (_reflection_errors(result.log, len(exprs))
-                if result.status == hiprtc.COMPILATION else None)
-        gone = {i for i, missing in (rows or {}).items()
-                if missing and normalize_name(exprs[i]) not in given}
-        if gone:   # kernels the preprocessor removed (#if 0): leave them out, once more
-            exprs = [e for i, e in enumerate(exprs) if i not in gone]
-            continue
-        if result.status != hiprtc.COMPILATION:
-            what = f"hiprtc refused the compilation ({result.error})"
-        elif rows:
-            names = ", ".join(repr(exprs[i]) for i in sorted(rows))
-            what = (f"{names} could not be resolved to a single __global__ function (or "
-                    f"template instantiation) of the source")
-        else:
-            what = f"kernel source failed to compile with hiprtc for {arch}"
-        raise _error(what, result.log, source, options, command, exprs)
+
+    result, exprs = rtc_common.compile_dropping_removed(
+        run, exprs, given, _reflection_errors, hiprtc.COMPILATION, "hiprtc", arch,
+        lambda what, log, exprs: _error(what, log, source, options, command, exprs))
     try:
         code = elf.unbundle(result.code, arch)
         kernels = _reflect(code, decls, exprs)
@@ -259,32 +226,16 @@ def _reflect(code: bytes, decls, exprs) -> list[KernelInfo]:
 
 def _store(key: str, prog: Program) -> None:
     meta = {"format": FORMAT, "arch": prog.arch, "log": prog.log, "wave": prog.wave_size,
-            "kernels": [[k.name, k.lowered_name, k.line,
-                         [[p.name, p.ctype, p.size, p.align, p.kind] for p in k.params]]
-                        for k in prog.kernels.values()]}
-    try:
-        _cache.put("hip", key, ".co", prog.code_object)
-        _cache.put("hip", key, ".json", json.dumps(meta).encode())
-    except OSError:
-        pass   # an unwritable cache costs a recompile next time, nothing else
+            "kernels": rtc_common.kernel_rows(prog.kernels.values())}
+    rtc_common.store_entry(_cache, "hip", key, meta, [(".co", prog.code_object)])
 
 
 def _load_cached(key, source, arch, options, name_expressions) -> Program | None:
-    data = _cache.read("hip", key, ".json")
-    if data is None:
-        return None
-    try:
-        meta = json.loads(data)
-        if meta["format"] != FORMAT or meta["arch"] != arch:
-            return None
-        code = _cache.read("hip", key, ".co")
+    def build(meta, read):
+        code = read(".co")
         if code is None:
             return None
-        kernels = [KernelInfo(str(name), str(symbol), tuple(
-                       ParamInfo(str(p), str(ctype), int(size), int(align), int(kind))
-                       for p, ctype, size, align, kind in params), int(line))
-                   for name, symbol, line, params in meta["kernels"]]
+        kernels = rtc_common.kernels_from_rows(meta["kernels"], KernelInfo, ParamInfo)
         return Program(source, arch, options, name_expressions, code, str(meta["log"]),
                        kernels, int(meta["wave"]), from_cache=True)
-    except (ValueError, KeyError, TypeError):
-        return None   # a damaged entry is a miss: compiled again and rewritten
+    return rtc_common.load_entry(_cache, "hip", key, FORMAT, arch, build)
