@@ -14,7 +14,7 @@
 #                 binary wheels only, within what is left of the time budget; only when a
 #                 package index answers: cuda-core, CuPy, numba-cuda, warp-lang, torch, triton
 #   5. freeze     pip freeze
-#   6. benchmark  python benchmarks/gpu_launch.py --out DIR (--quick when time is short;
+#   6. benchmark  python benchmarks/cuda_launch.py --out DIR (--quick when time is short;
 #                 rerun once with --isolated if the process crashed)
 #   7. summary    DIR/summary.md, also printed last
 #
@@ -28,7 +28,7 @@
 # Environment: OUT, PYTHON (interpreter to build the venv from), QL_CHECK_BUDGET,
 # QL_CHECK_QUICK=1, QL_CHECK_NO_PEERS=1, QL_CHECK_OFFLINE=1, QL_CHECK_BARE_VENV=1,
 # QL_CHECK_VENV (venv path), QL_WHEELS (a folder of wheels pip may install from),
-# QL_BENCH_ARGS (more options for gpu_launch.py, e.g. "--only quicklaunch,cupy").
+# QL_BENCH_ARGS (more options for cuda_launch.py, e.g. "--only quicklaunch,cupy").
 set -u
 
 cd "$(dirname "$0")/.." || exit 1
@@ -296,13 +296,13 @@ EOF
         [ "$budget" -lt 15 ] && budget=15
         rm -f "$OUT_DIR/results.json" "$OUT_DIR/results.md"
         # shellcheck disable=SC2086  # $quick and $QL_BENCH_ARGS are word lists
-        run_t "$bt" "$VPY" benchmarks/gpu_launch.py --out "$OUT_DIR" $quick \
+        run_t "$bt" "$VPY" benchmarks/cuda_launch.py --out "$OUT_DIR" $quick \
             --budget "$budget" --probe-timeout "$probe_t" ${QL_BENCH_ARGS:-}
         BENCH_RC=$?
         if [ "$BENCH_RC" -gt 128 ] && [ "$BENCH_RC" != 137 ] && [ "$(left)" -gt 100 ]; then
             note "benchmark: the process died (status $BENCH_RC); again with each source in its own process"
             # shellcheck disable=SC2086
-            run_t $(($(left) - 15)) "$VPY" benchmarks/gpu_launch.py --out "$OUT_DIR" --quick \
+            run_t $(($(left) - 15)) "$VPY" benchmarks/cuda_launch.py --out "$OUT_DIR" --quick \
                 --isolated --budget 20 --probe-timeout 60 ${QL_BENCH_ARGS:-}
             BENCH_RC=$?
         fi

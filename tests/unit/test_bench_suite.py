@@ -11,9 +11,10 @@ import pytest
 
 import quicklaunch.bench as bench_pkg
 from quicklaunch import cli
-from quicklaunch.bench import peers_cpu, plots, suite, suite_report
-from quicklaunch.bench.gpu_kernels import need
-from quicklaunch.bench.gpu_model import LAUNCH, NotApplicable, RowSpec, Source
+from quicklaunch.bench import plots, suite, suite_report
+from quicklaunch.bench.cpu import peers as peers_cpu
+from quicklaunch.bench.harness.kernels import need
+from quicklaunch.bench.harness.model import LAUNCH, NotApplicable, RowSpec, Source
 
 HERE = __name__
 PNG = b"\x89PNG\r\n\x1a\n"

@@ -14,17 +14,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from quicklaunch.bench import (
-    gpu_baseline,
-    gpu_facts,
-    gpu_kernels,
-    gpu_measure,
-    gpu_report,
-    gpu_run,
-    gpu_timers,
-    gpu_workers,
+from quicklaunch.bench.cuda import baseline as gpu_baseline, report as gpu_report
+from quicklaunch.bench.harness import (
+    facts as gpu_facts,
+    kernels as gpu_kernels,
+    measure as gpu_measure,
+    run as gpu_run,
+    timing as gpu_timers,
+    workers as gpu_workers,
 )
-from quicklaunch.bench.gpu_model import (
+from quicklaunch.bench.harness.model import (
     ERROR,
     INFLIGHT,
     LAUNCH,
@@ -268,7 +267,7 @@ def test_isolated_mode_measures_in_children(child_path):
 def test_without_a_cuda_driver_quicklaunch_rows_say_why(tmp_path):
     env = dict(os.environ, QUICKLAUNCH_LIBCUDA=str(tmp_path / "no" / "libcuda.so.1"))
     out = tmp_path / "rows.json"
-    proc = subprocess.run([sys.executable, "-m", "quicklaunch.bench.gpu", "worker", "--source",
+    proc = subprocess.run([sys.executable, "-m", "quicklaunch.bench.harness.workers", "--source",
                            "quicklaunch", "--json", str(out)],
                           env=gpu_workers._child_env() | env,
                           capture_output=True, text=True, timeout=60)
@@ -345,7 +344,7 @@ def test_cuda_baseline_without_a_driver_says_why(baseline_lib, tmp_path):
 
 
 def test_end_to_end_on_the_fake_driver(tmp_path):
-    """gpu_launch.py against tests/cuda_fake's libcuda (no kernels run, so no
+    """cuda_launch.py against tests/cuda_fake's libcuda (no kernels run, so no
     result checks): quicklaunch's rows and the C baseline's are measured and
     the C loop calls the very cuLaunchKernel quicklaunch calls."""
     fake = ROOT / "tests" / "cuda_fake" / "fake_libcuda.c"
@@ -364,7 +363,7 @@ def test_end_to_end_on_the_fake_driver(tmp_path):
     env = gpu_workers._child_env() | {"QUICKLAUNCH_LIBCUDA": str(lib)}
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "gpu_launch.py"), "--no-check", "--no-probe",
+        [sys.executable, str(ROOT / "benchmarks" / "cuda_launch.py"), "--no-check", "--no-probe",
          "--only", "quicklaunch,reference", "--iters", "300", "--repeats", "2", "--inflight",
          "300", "--roundtrip", "30", "--out", str(out)],
         env=env, capture_output=True, text=True, timeout=120)

@@ -30,7 +30,7 @@ import numpy as np
 import quicklaunch as ql
 
 from . import _floor
-from .harness import baseline_library
+from .harness.baseline import baseline_library
 
 SOURCE = r"""
 extern "C" __global__ void empty4(float a, const float *x, float *y, int n) {}

@@ -26,12 +26,12 @@ import time
 from pathlib import Path
 
 from . import launch as launch_bench
-from .gpu_facts import gpu_facts, machine, versions
-from .gpu_model import ERROR, OK, SKIPPED, Context, load_sources
+from .harness.facts import gpu_facts, machine, versions
+from .harness.model import ERROR, OK, SKIPPED, Context, load_sources
 
 SCHEMA = 1
-CPU_PEERS = "quicklaunch.bench.peers_cpu:SOURCES"
-GPU_PEERS = "quicklaunch.bench.gpu_sources:PEERS"
+CPU_PEERS = "quicklaunch.bench.cpu.peers:SOURCES"
+GPU_PEERS = "quicklaunch.bench.cuda.sources:PEERS"
 
 FULL = {"iters": 200_000, "repeats": 9, "peer_iters": 200_000, "peer_repeats": 7,
         "peer_timeout": 75.0, "peers_budget": 150.0, "gpu_budget": 60.0}
@@ -119,8 +119,8 @@ def measure_peers(sources, ctx: Context, *, iters: int, repeats: int, mode: str,
     keeps a hanging peer from eating the run); "probed", probed in children
     all at once, then measured together in this process (the CUDA
     benchmark's way); "inprocess", set up and measured here (tests)."""
-    from .gpu_measure import failed_rows
-    from .gpu_run import run as run_sources
+    from .harness.measure import failed_rows
+    from .harness.run import run as run_sources
     rows, probes = [], {}
     if not sources:
         return rows, probes
@@ -242,7 +242,7 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
     peers_ref = peers_ref or (GPU_PEERS if on_gpu else CPU_PEERS)
     ctx = Context(device=dev.name, batch=BATCH)
     if on_gpu:
-        from .gpu_measure import prepare_environment
+        from .harness.measure import prepare_environment
         prepare_environment()
     rows, probes = measure_peers(
         peers, ctx, iters=mode["peer_iters"], repeats=mode["peer_repeats"],

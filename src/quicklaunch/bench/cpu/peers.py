@@ -21,10 +21,10 @@ arguments are spelled out in each call, as users write them. No library is
 imported until its setup runs. No ``from __future__ import annotations``:
 Warp reads the kernels' parameter annotations as objects.
 """
-from .gpu_kernels import bench_kernels, need, typed_args
-from .gpu_model import LAUNCH, RowSpec, Skip, Source
-from .gpu_timers import argenv, arglist, batched, plain, spelled_loop
-from .peers_cpu_interp import INTERPRETERS
+from ..harness.kernels import bench_kernels, need, typed_args
+from ..harness.model import LAUNCH, RowSpec, Skip, Source
+from ..harness.timing import argenv, arglist, batched, plain, spelled_loop
+from .peers_interp import INTERPRETERS
 
 SAMPLE_NS = 25e6   # a sample of a slow peer stops after about this many ns
 

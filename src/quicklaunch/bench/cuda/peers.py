@@ -6,9 +6,9 @@ has no custom kernel launch cheaper than one elementwise op, so its row is
 ``y.add_(x)`` on 1-element tensors. Each setup runs only when its package
 imports; anything missing or failing becomes the row's reason.
 """
-from .gpu_kernels import bench_kernels, need, ordinal, typed_args
-from .gpu_model import LAUNCH, NotApplicable, RowSpec, Skip, Source
-from .gpu_timers import argenv, arglist, batched, spelled_loop
+from ..harness.kernels import bench_kernels, need, ordinal, typed_args
+from ..harness.model import LAUNCH, NotApplicable, RowSpec, Skip, Source
+from ..harness.timing import argenv, arglist, batched, spelled_loop
 
 
 def _setup_cuda_core(ctx):

@@ -8,10 +8,10 @@ gpu_baseline.py) with the very kernel handles quicklaunch launches. With
 result. REFERENCE gives the floor every Python launcher pays (no GPU): the
 empty loop step and a C-extension call taking the arguments.
 """
-from .gpu_baseline import CudaBaseline, build_cuda_baseline, c_params, driver_facts
-from .gpu_kernels import bench_kernels, typed_args
-from .gpu_model import INFLIGHT, LAUNCH, RowSpec, Skip, Source
-from .gpu_timers import argenv, arglist, batched, in_flight, plain, spelled_loop
+from .baseline import CudaBaseline, build_cuda_baseline, c_params, driver_facts
+from ..harness.kernels import bench_kernels, typed_args
+from ..harness.model import INFLIGHT, LAUNCH, RowSpec, Skip, Source
+from ..harness.timing import argenv, arglist, batched, in_flight, plain, spelled_loop
 
 # A kernel that computes, to check that launches through quicklaunch and
 # through the C baseline really run with the intended arguments.
@@ -26,7 +26,7 @@ extern "C" __global__ void axpy4(float a, const float *x, float *y, int n) {
 def _setup_reference(ctx):
     """The empty Python loop step and the C-extension floor: what any Python
     launcher pays before doing anything (no GPU involved)."""
-    from . import _floor
+    from .. import _floor
     _, host, _ = bench_kernels()
     out = {"ref.floor": {}, "ref.loop": {}}
     for n in ctx.params:

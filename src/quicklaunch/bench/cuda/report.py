@@ -10,7 +10,7 @@ import json
 import os
 from pathlib import Path
 
-from .gpu_model import INFLIGHT, LAUNCH, OK, Context
+from ..harness.model import INFLIGHT, LAUNCH, OK, Context
 
 
 def result_json(run_result: dict, ctx: Context, config: dict, extra: dict) -> dict:

@@ -7,9 +7,9 @@ cuda.core, CuPy and torch (gpu_peers.py), Numba-CUDA, Triton and Warp
 whose setup imports its library, compiles the empty kernels and returns
 timers; no peer library is imported until its setup runs.
 """
-from .gpu_peers import LIBRARY_PEERS
-from .gpu_peers_jit import JIT_PEERS
-from .gpu_quicklaunch import QUICKLAUNCH, REFERENCE
+from .peers import LIBRARY_PEERS
+from .peers_jit import JIT_PEERS
+from .quicklaunch import QUICKLAUNCH, REFERENCE
 
 PEERS = [*LIBRARY_PEERS, *JIT_PEERS]
 

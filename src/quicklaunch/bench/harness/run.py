@@ -11,9 +11,9 @@ process instead (gpu_workers.py).
 import time
 from collections.abc import Callable
 
-from .gpu_measure import failed_rows, measure, setup_source
-from .gpu_model import DEFAULT_SOURCES, ERROR, OK, Context, Row, Source
-from .gpu_workers import run_workers
+from .measure import failed_rows, measure, setup_source
+from .model import DEFAULT_SOURCES, ERROR, OK, Context, Row, Source
+from .workers import run_workers
 
 
 def run(sources: list[Source], ctx: Context, *, iters: int, repeats: int, budget: float | None,

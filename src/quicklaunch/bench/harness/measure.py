@@ -11,7 +11,7 @@ import os
 import time
 from collections.abc import Callable
 
-from .gpu_model import ERROR, LAUNCH, OK, SKIPPED, Context, Row, Source, describe
+from .model import ERROR, LAUNCH, OK, SKIPPED, Context, Row, Source, describe
 
 
 def prepare_environment() -> None:

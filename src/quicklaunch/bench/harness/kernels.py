@@ -8,7 +8,7 @@ asks for: ``bench_kernels`` reads the kernels' parameter types,
 says which package is missing; ``ordinal`` is the device number of
 ``--device``.
 """
-from .gpu_model import Skip
+from .model import Skip
 
 # C parameter types of the benchmark kernels -> NumPy scalar type names
 _SCALARS = {"float": "float32", "double": "float64", "int": "int32", "signed": "int32",
@@ -23,8 +23,8 @@ _SCALARS = {"float": "float32", "double": "float64", "int": "int32", "signed": "
 def bench_kernels():
     """(SOURCE, {n: host args}, {n: [numpy scalar type name, or None for a
     pointer]}) for the 4- and 16-parameter kernels of the CPU benchmark."""
-    from ..signature import parse_kernels
-    from .launch import SOURCE, _args
+    from ...signature import parse_kernels
+    from ..launch import SOURCE, _args
     kinds = {}
     for decl in parse_kernels(SOURCE):
         n = len(decl.params)

@@ -10,9 +10,9 @@ imported the library already gets a row saying so, not a wrong figure.
 import os
 import sys
 
-from .gpu_kernels import need, typed_args
-from .gpu_model import LAUNCH, RowSpec, Skip, Source
-from .gpu_timers import argenv, arglist, plain, spelled_loop
+from ..harness.kernels import need, typed_args
+from ..harness.model import LAUNCH, RowSpec, Skip, Source
+from ..harness.timing import argenv, arglist, plain, spelled_loop
 
 
 def _fresh(module: str, variable: str) -> None:
@@ -23,7 +23,7 @@ def _fresh(module: str, variable: str) -> None:
 
 
 def _setup_cudasim(ctx):
-    from .peers_cpu import _cpu_only, capped
+    from .peers import _cpu_only, capped
     _cpu_only(ctx)
     _fresh("numba", "NUMBA_ENABLE_CUDASIM")
     numba = need("numba", "numba")
@@ -51,7 +51,7 @@ def _setup_cudasim(ctx):
 
 
 def _setup_triton_interpreter(ctx):
-    from .peers_cpu import _cpu_only, capped
+    from .peers import _cpu_only, capped
     _cpu_only(ctx)
     _fresh("triton", "TRITON_INTERPRET")
     triton = need("triton", "triton")

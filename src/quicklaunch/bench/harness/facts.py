@@ -10,7 +10,7 @@ import platform
 import shutil
 import subprocess
 
-from .gpu_model import describe
+from .model import describe
 
 
 def versions(dists) -> dict:

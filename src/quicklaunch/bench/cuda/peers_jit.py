@@ -11,9 +11,9 @@ parameter annotations as objects.
 """
 import functools
 
-from .gpu_kernels import need, ordinal, typed_args
-from .gpu_model import LAUNCH, RowSpec, Skip, Source
-from .gpu_timers import argenv, arglist, batched, spelled_loop
+from ..harness.kernels import need, ordinal, typed_args
+from ..harness.model import LAUNCH, RowSpec, Skip, Source
+from ..harness.timing import argenv, arglist, batched, spelled_loop
 
 
 def _setup_numba(ctx):

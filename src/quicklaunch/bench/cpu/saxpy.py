@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 import quicklaunch as ql
-from quicklaunch.bench.harness import baseline_library
+from quicklaunch.bench.harness.baseline import baseline_library
 
 SOURCE = r"""
 extern "C" __global__ void saxpy(float a, const float *__restrict__ x, float *__restrict__ y,

@@ -55,7 +55,7 @@ def c_baseline(dev, prog, count, size) -> tuple[float, float]:
         raise RuntimeError("no C compiler")
     with tempfile.TemporaryDirectory() as tmp:
         exe, co = Path(tmp) / "hip_baseline", Path(tmp) / "saxpy.co"
-        subprocess.run([cc, "-O2", "-o", str(exe), str(HERE / "hip_baseline.c"), "-ldl"],
+        subprocess.run([cc, "-O2", "-o", str(exe), str(Path(__file__).with_name("baseline.c")), "-ldl"],
                        check=True, capture_output=True, text=True)
         co.write_bytes(prog.code_object)
         out = subprocess.run([str(exe), dev.backend.runtime.path, str(co), "saxpy", str(count),

@@ -14,7 +14,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-CUDA_BASELINE_SOURCE = Path(__file__).with_name("cuda_baseline.c")
+CUDA_BASELINE_SOURCE = Path(__file__).with_name("baseline.c")
 
 # quicklaunch Param.kind -> ctypes type for the C baseline's parameter block
 _CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
@@ -114,7 +114,7 @@ def c_params(kernel, args):
 def driver_facts():
     """(libcuda path, API version, quicklaunch's cuLaunchKernel address or None)."""
     try:
-        from ..backends.cuda import driver as drv
+        from ...backends.cuda import driver as drv
         d = drv.driver()
         return drv.library_path(), drv.API_VERSION, getattr(d, "launch_address", None)
     except Exception:

@@ -10,7 +10,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..backends.cpu import toolchain
+from ...backends.cpu import toolchain
 
 BASELINE_SOURCE = Path(__file__).with_name("baseline.c")
 

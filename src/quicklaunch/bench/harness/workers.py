@@ -1,7 +1,7 @@
 """Child-process isolation for the CUDA launch benchmark.
 
 Each source can be set up and measured in a child process,
-``python -m quicklaunch.bench.gpu worker ...``, which writes its rows as
+``python -m quicklaunch.bench.harness.workers ...``, which writes its rows as
 JSON: a peer that is missing, raises, hangs or even crashes the interpreter
 costs its rows, not the run. ``run_workers`` is the parent side (start the
 children, wait with a timeout, turn a crash into a reason); ``worker_main``
@@ -18,13 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from .gpu_measure import measure, prepare_environment, setup_source
-from .gpu_model import DEFAULT_SOURCES, Context, Row, Source, load_sources
+from .measure import measure, prepare_environment, setup_source
+from .model import DEFAULT_SOURCES, Context, Row, Source, load_sources
 
 
 def _child_env() -> dict:
     env = dict(os.environ)
-    here = str(Path(__file__).resolve().parents[2])   # the directory holding quicklaunch/
+    here = str(Path(__file__).resolve().parents[3])   # the directory holding quicklaunch/
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
@@ -32,7 +32,7 @@ def _child_env() -> dict:
 
 def _worker_cmd(source: str, ctx: Context, iters: int, repeats: int, out: Path,
                 sources_ref: str) -> list[str]:
-    return [sys.executable, "-m", "quicklaunch.bench.gpu", "worker", "--source", source,
+    return [sys.executable, "-m", "quicklaunch.bench.harness.workers", "--source", source,
             "--sources", sources_ref, "--json", str(out), "--device", ctx.device,
             "--iters", str(iters), "--repeats", str(repeats), "--batch", str(ctx.batch),
             "--inflight", str(ctx.inflight), "--roundtrip", str(ctx.roundtrip),
@@ -106,9 +106,9 @@ def run_workers(sources: list[Source], ctx: Context, iters: int, repeats: int, t
 
 
 def worker_main(argv: list[str]) -> int:
-    """``python -m quicklaunch.bench.gpu worker ...``: set up and measure one
+    """``python -m quicklaunch.bench.harness.workers ...``: set up and measure one
     source, write its rows as JSON."""
-    p = argparse.ArgumentParser(prog="quicklaunch.bench.gpu worker")
+    p = argparse.ArgumentParser(prog="python -m quicklaunch.bench.harness.workers")
     p.add_argument("--source", required=True)
     p.add_argument("--sources", default=DEFAULT_SOURCES)
     p.add_argument("--json", required=True)
@@ -133,3 +133,7 @@ def worker_main(argv: list[str]) -> int:
     Path(a.json).write_text(json.dumps({"rows": [r.to_json() for r in rows],
                                         "info": ctx.info}, default=str))
     return 0
+
+
+if __name__ == "__main__":
+    sys.exit(worker_main(sys.argv[1:]))

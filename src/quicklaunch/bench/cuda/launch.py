@@ -1,38 +1,34 @@
-"""The CUDA launch benchmark's command line (benchmarks/gpu_launch.py).
+"""The CUDA launch benchmark's command line (benchmarks/cuda_launch.py,
+``python -m quicklaunch.bench.cuda``).
 
-``main`` parses the options, runs the sources (gpu_run.py), gathers the
-machine facts (gpu_facts.py), writes results.json and results.md
-(gpu_report.py) and prints the tables. ``python -m quicklaunch.bench.gpu
-worker ...`` is the child side of a probe or an isolated run
-(gpu_workers.py). Method: benchmarks/README.md, "CUDA launch overhead".
+``main`` parses the options, runs the sources (harness/run.py), gathers the
+machine facts (harness/facts.py, facts.py), writes results.json and
+results.md (report.py) and prints the tables. Method: benchmarks/README.md,
+"CUDA launch overhead".
 
-The other modules, all under quicklaunch/bench/:
+The CUDA modules, under quicklaunch/bench/cuda/:
 
-    gpu_model.py       sources, rows, statuses, Skip / NotApplicable
-    gpu_timers.py      launch loops and timers (plain, batched, in flight)
-    gpu_measure.py     setting sources up; round-robin measurement
-    gpu_workers.py     child processes: probes and --isolated
-    gpu_run.py         the whole run: probe, set up, measure
-    gpu_facts.py       machine, GPU and version facts
-    gpu_report.py      results.json and results.md
-    gpu_sources.py     the list of sources, in table order, from
-    gpu_quicklaunch.py   quicklaunch, the C baseline and the reference rows
-    gpu_peers.py         cuda.core, CuPy, torch
-    gpu_peers_jit.py     Numba-CUDA, Triton, Warp (kernels written in Python)
-    gpu_kernels.py     the benchmark kernels and each library's arguments
-    gpu_baseline.py    cuda_baseline.c: building, loading, parameter blocks
+    sources.py       the list of sources, in table order, from
+    quicklaunch.py     quicklaunch, the C baseline and the reference rows
+    peers.py           cuda.core, CuPy, torch
+    peers_jit.py       Numba-CUDA, Triton, Warp (kernels written in Python)
+    baseline.py      the C baseline: building, loading, parameter blocks
+    facts.py         GPU facts
+    report.py        results.json and results.md
+
+and the shared harness under quicklaunch/bench/harness/ (model, timing,
+kernels, measure, workers, run, facts).
 """
 import argparse
 import sys
 import time
 from pathlib import Path
 
-from .gpu_facts import gpu_facts, machine, versions
-from .gpu_measure import prepare_environment
-from .gpu_model import DEFAULT_SOURCES, OK, Context, load_sources
-from .gpu_report import markdown, result_json, write
-from .gpu_run import run
-from .gpu_workers import worker_main
+from ..harness.facts import gpu_facts, machine, versions
+from ..harness.measure import prepare_environment
+from ..harness.model import DEFAULT_SOURCES, OK, Context, load_sources
+from .report import markdown, result_json, write
+from ..harness.run import run
 
 FULL = {"iters": 20_000, "repeats": 7, "roundtrip": 2_000, "budget": 110.0}
 QUICK = {"iters": 3_000, "repeats": 3, "roundtrip": 300, "budget": 40.0}
@@ -40,8 +36,6 @@ QUICK = {"iters": 3_000, "repeats": 3, "roundtrip": 300, "budget": 40.0}
 
 def main(argv=None, default_out: Path | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["worker"]:
-        return worker_main(argv[1:])
     p = argparse.ArgumentParser(
         prog="gpu_launch.py",
         description="CUDA launch overhead: quicklaunch's launch paths, a C loop calling "

@@ -22,7 +22,7 @@ LAUNCH = "launch"        # table 1: host cost per launch
 INFLIGHT = "inflight"    # table 2: many kernels in flight, launch + sync
 OK, SKIPPED, ERROR = "ok", "skipped", "error"
 
-DEFAULT_SOURCES = "quicklaunch.bench.gpu_sources:SOURCES"   # --sources: module:attribute
+DEFAULT_SOURCES = "quicklaunch.bench.cuda.sources:SOURCES"   # --sources: module:attribute
 
 
 class Skip(Exception):

@@ -1,0 +1,1 @@
+"""The HIP launch benchmark (launch.py)."""
