@@ -20,7 +20,7 @@
 #include <time.h>
 
 #include "_convert.h"
-#include "backends/cpu/include/ql_cpu_abi.h" /* the type codes */
+#include "kinds.h" /* the type codes: enum ql_kind */
 
 #define QL_MAX_PARAMS 512
 #define QL_MAX_PARAM_BYTES 4096
@@ -92,12 +92,17 @@ static int arg_error(KernelCore *k, uint32_t i, PyObject *exc, const char *fmt, 
     return -1;
 }
 
+/* A kind as messages show it: its C spelling where kinds.h gives one, else
+ * its name; "?" for a code kinds.h does not have. */
 static const char *kind_text(uint8_t code) {
-    static const char *names[] = {"?", "pointer", "const pointer", "int8", "int16",
-                                  "int32", "int64", "uint8", "uint16", "uint32",
-                                  "uint64", "__half", "__nv_bfloat16", "float",
-                                  "double", "bool", "struct", "invalid"};
-    return code < sizeof names / sizeof *names ? names[code] : "?";
+#define QL_NAME_ROW(tag, code, name) [code] = name,
+#define QL_SPELLING_ROW(tag, text) [QL_KIND_##tag] = text,
+    static const char *const names[QL_KIND_COUNT] = {QL_KINDS(QL_NAME_ROW)};
+    static const char *const spellings[QL_KIND_COUNT] = {QL_KIND_C_SPELLINGS(QL_SPELLING_ROW)};
+#undef QL_NAME_ROW
+#undef QL_SPELLING_ROW
+    if (code >= QL_KIND_COUNT) return "?";
+    return spellings[code] ? spellings[code] : names[code] ? names[code] : "?";
 }
 
 static int wrong_kind(KernelCore *k, uint32_t i, PyObject *o, const char *wanted) {

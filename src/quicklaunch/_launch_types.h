@@ -255,8 +255,12 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
         }
         /* Scalars and pointers have their natural size; the launcher writes
          * exactly that many bytes into the slot. */
-        static const uint8_t natural[] = {0, sizeof(void *), sizeof(void *), 1, 2, 4, 8, 1,
-                                          2, 4, 8, 2, 2, 4, 8, 1};
+        static const uint8_t natural[QL_KIND_COUNT] = {
+            [QL_KIND_PTR] = sizeof(void *), [QL_KIND_PTR_CONST] = sizeof(void *),
+            [QL_KIND_I8] = 1, [QL_KIND_I16] = 2, [QL_KIND_I32] = 4, [QL_KIND_I64] = 8,
+            [QL_KIND_U8] = 1, [QL_KIND_U16] = 2, [QL_KIND_U32] = 4, [QL_KIND_U64] = 8,
+            [QL_KIND_F16] = 2, [QL_KIND_BF16] = 2, [QL_KIND_F32] = 4, [QL_KIND_F64] = 8,
+            [QL_KIND_BOOL] = 1};
         if (c >= QL_KIND_PTR && c < QL_KIND_STRUCT && (s != natural[c] || a > s)) {
             PyErr_Format(LaunchValueError, "kernel '%U', parameter %zd '%U': a %s of %zu "
                          "bytes (alignment %zu) does not match its kind", name, i + 1,

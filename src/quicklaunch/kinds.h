@@ -40,4 +40,13 @@ enum ql_kind {
     QL_KIND_COUNT
 };
 
+/* The kinds whose C type the launcher's messages spell otherwise than the
+ * kind's name above ("expects a real number (C type float)"): the CUDA
+ * spelling. Every other kind is shown by its name. */
+#define QL_KIND_C_SPELLINGS(X)                                                 \
+    X(F16,  "__half")                                                          \
+    X(BF16, "__nv_bfloat16")                                                   \
+    X(F32,  "float")                                                           \
+    X(F64,  "double")
+
 #endif /* QL_KINDS_H */

@@ -26,7 +26,6 @@ UNSUPPORTED = frozenset({"this_grid", "coalesced_threads"})
 _lock = threading.Lock()
 _loaded: dict[str, "Built"] = {}   # cache key -> module: one dlopen per process
 _cache = cache_mod.CompileCache()
-_MAX_LOG = 8000
 
 
 class Built:
@@ -108,24 +107,6 @@ def kernel_expressions(decls: list[KernelDecl], name_expressions: tuple[str, ...
             seen.add(normalize_name(e))
             exprs.append(e)
     return exprs
-
-
-def _numbered(source: str) -> str:
-    lines = source.splitlines()
-    width = len(str(len(lines)))
-    return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(lines, 1))
-
-
-def compile_error(what: str, log: str, source: str, options, command, origin: str,
-                  filename: str, first_line: int = 1) -> CompileError:
-    shown = log if len(log) <= _MAX_LOG else log[:_MAX_LOG] + "\n[... log truncated]"
-    # Point at the user's lines: "kernel.cu:12:5: error" -> "line 12:5: error".
-    shown = re.sub(re.escape(filename) + r":(\d+):(\d+):",
-                   lambda m: f"line {int(m.group(1)) - first_line + 1}:{m.group(2)}:", shown)
-    message = (f"{what}{origin}\n\ncompiler output:\n{shown}\n\nsource:\n{_numbered(source)}"
-               f"\n\noptions: {list(options)}")
-    return CompileError(message, log=log, source=source, options=tuple(options),
-                        command=tuple(command))
 
 
 def _params_of(decls: list[KernelDecl], spelled: dict[str, KernelDecl],
@@ -238,6 +219,7 @@ def _compile(tu: str, options, debug, source, origin, filename, key, defines=(),
         command = toolchain.build_command(compiler, src, out, (*defines, *options), debug)
         status, log = toolchain.run_compiler(command, Path(tmp))
         if status != 0 or not out.exists():
-            raise compile_error("kernel source failed to compile for the CPU device",
-                                log, source, options, command, origin, filename, first_line)
+            raise toolchain.compile_error("kernel source failed to compile for the CPU "
+                                          "device", log, source, options, command, origin,
+                                          filename, first_line)
         return out.read_bytes()

@@ -28,10 +28,11 @@ def user_text(preprocessed: str, filename: str) -> str:
     splits that line into fragments with line markers flagged 3; the
     fragments of one line are joined again. A file is a system header when it
     is entered (flag 1) with flag 3; the shim's own headers are recognised by
-    their directory."""
+    their paths (the shim directory, and kinds.h, which the shim reaches by
+    a relative path)."""
     lines: dict[str, dict[int, str]] = {}
     system: set[str] = set()
-    include = str(toolchain.INCLUDE_DIR)
+    shim = ("<", *(str(p) for p in toolchain.SHIM_HEADERS))
     current, line, keep = "", 0, False
     for text in preprocessed.splitlines():
         m = _MARKER.match(text)
@@ -40,7 +41,7 @@ def user_text(preprocessed: str, filename: str) -> str:
             flags = m.group(3).split()
             if "1" in flags and "3" in flags:
                 system.add(current)
-            keep = current not in system and not current.startswith(("<", include))
+            keep = current not in system and not current.startswith(shim)
             continue
         if keep:
             per_file = lines.setdefault(current, {})
@@ -65,9 +66,9 @@ def scan(source: str, options: tuple[str, ...], filename: str, origin: str
         command = toolchain.scan_command(compiler, src, options)
         status, out, log = toolchain.run_preprocessor(command, Path(tmp))
     if status != 0:
-        from .compiler import compile_error
-        raise compile_error("kernel source failed to preprocess for the CPU device", log,
-                            source, options, command, origin, filename)
+        raise toolchain.compile_error("kernel source failed to preprocess for the CPU "
+                                      "device", log, source, options, command, origin,
+                                      filename)
     text = user_text(out, filename)
     try:
         decls = parse_kernels(text)

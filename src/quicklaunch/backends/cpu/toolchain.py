@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -15,8 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import CompileError
+from ...kinds import HEADER as KINDS_HEADER
 
 INCLUDE_DIR = Path(__file__).with_name("include")
+# What kernel modules include: the shim directory, and the kind table
+# (kinds.h), which the shim's ql_cpu_abi.h includes by its relative path.
+SHIM_HEADERS = (INCLUDE_DIR, KINDS_HEADER)
 
 # -O3 -march=native: kernels are built for this machine and cached per machine
 # (the compiler's identity and these flags are in the key). -ffp-contract=fast
@@ -73,10 +78,13 @@ def find_compiler() -> Compiler:
 
 @functools.lru_cache(maxsize=1)
 def headers_digest_material() -> bytes:
-    """The shim headers' contents, for cache keys (read once per process)."""
-    parts = []
-    for path in sorted(INCLUDE_DIR.glob("*.h")):
-        parts.append(path.name.encode() + b"\0" + path.read_bytes())
+    """The contents of every header a kernel module can include from the
+    package (the shim directory, its subdirectories, kinds.h), for cache
+    keys (read once per process)."""
+    paths = sorted(p for p in INCLUDE_DIR.rglob("*") if p.is_file())
+    parts = [p.relative_to(INCLUDE_DIR).as_posix().encode() + b"\0" + p.read_bytes()
+             for p in paths]
+    parts.append(b"../../../kinds.h\0" + KINDS_HEADER.read_bytes())
     return b"\0\0".join(parts)
 
 
@@ -115,3 +123,27 @@ def run_compiler(command: list[str], cwd: Path) -> tuple[int, str]:
     except OSError as exc:
         return 1, f"the compiler could not be started: {exc}"
     return out.returncode, (out.stderr + out.stdout).strip()
+
+
+_MAX_LOG = 8000
+
+
+def _numbered(source: str) -> str:
+    lines = source.splitlines()
+    width = len(str(len(lines)))
+    return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(lines, 1))
+
+
+def compile_error(what: str, log: str, source: str, options, command, origin: str,
+                  filename: str, first_line: int = 1) -> CompileError:
+    """The CompileError of a failed compile or preprocess: the compiler's log
+    (its locations in the user's file as "line N:M:"), the numbered source and
+    the options."""
+    shown = log if len(log) <= _MAX_LOG else log[:_MAX_LOG] + "\n[... log truncated]"
+    # Point at the user's lines: "kernel.cu:12:5: error" -> "line 12:5: error".
+    shown = re.sub(re.escape(filename) + r":(\d+):(\d+):",
+                   lambda m: f"line {int(m.group(1)) - first_line + 1}:{m.group(2)}:", shown)
+    message = (f"{what}{origin}\n\ncompiler output:\n{shown}\n\nsource:\n{_numbered(source)}"
+               f"\n\noptions: {list(options)}")
+    return CompileError(message, log=log, source=source, options=tuple(options),
+                        command=tuple(command))

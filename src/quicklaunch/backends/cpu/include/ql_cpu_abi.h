@@ -12,25 +12,19 @@
 
 #include <stdint.h>
 
+/* enum ql_kind, the parameter kinds: the package's one table (it sits
+ * beside this package's _launch.c, three directories up). Found by its path
+ * relative to this file, so no include directory a user passes can stand
+ * in for it. */
+#include "../../../kinds.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define QL_CPU_ABI_VERSION 3u
 
-/* Parameter kinds, as reflected by the compiler. These are also the type
- * codes the C launcher reads (see _launch.c), so keep them in sync. */
-enum ql_kind {
-    QL_KIND_PTR = 1,        /* pointer to writable memory */
-    QL_KIND_PTR_CONST = 2,  /* pointer to const memory */
-    QL_KIND_I8 = 3, QL_KIND_I16 = 4, QL_KIND_I32 = 5, QL_KIND_I64 = 6,
-    QL_KIND_U8 = 7, QL_KIND_U16 = 8, QL_KIND_U32 = 9, QL_KIND_U64 = 10,
-    QL_KIND_F16 = 11, QL_KIND_BF16 = 12, QL_KIND_F32 = 13, QL_KIND_F64 = 14,
-    QL_KIND_BOOL = 15,
-    QL_KIND_STRUCT = 16,    /* anything else passed by value: bytes of `size` */
-    QL_KIND_INVALID = 17    /* a parameter a kernel cannot take (reference, array) */
-};
-
+/* One parameter as the compiler reflects it; `kind` is an enum ql_kind. */
 typedef struct ql_cpu_param {
     uint32_t size;
     uint32_t align;

@@ -1,10 +1,14 @@
 // Reflection and the tier-1 block loop for CPU kernel modules.
 //
 // Included at the end of every CPU kernel translation unit, after the user's
-// source. For each kernel (or name expression) the generated tail writes
-//     QL_KERNEL(<index>, <expression>)
-// and finally QL_MODULE(<count>). The compiler itself then answers each
-// parameter's size, alignment and kind; nothing is guessed in Python.
+// source. The generated tail (backends/cpu/compiler.py) then writes the
+// module's kernel table:
+//     QL_MODULE_BEGIN
+//     QL_KERNEL("<expression>", &<expression>)    one row per kernel or
+//     ...                                         name expression
+//     QL_MODULE_END(<count>)
+// The compiler itself then answers each parameter's size, alignment and
+// kind (enum ql_kind, from kinds.h); nothing is guessed in Python.
 #ifndef QL_CPU_EXPORT_H
 #define QL_CPU_EXPORT_H
 
@@ -18,7 +22,8 @@ template <class T, class F> struct pick<false, T, F> { typedef F type; };
 template <class T> struct is_const { enum { value = 0 }; };
 template <class T> struct is_const<const T> { enum { value = 1 }; };
 
-// Kind of one parameter type, as the launcher's type codes.
+// Kind of one parameter type: an enum ql_kind (kinds.h), which is also the
+// launcher's type code.
 template <class T, bool Enum = __is_enum(T)> struct kind_of {
     enum { value = QL_KIND_STRUCT };
 };
@@ -251,8 +256,6 @@ struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
 }  // namespace ql_export
 
 #define QL_ENTRY(...) ::ql_export::entry<decltype(__VA_ARGS__), (__VA_ARGS__)>
-// One row of the module's kernel table. Variadic: a name expression such as
-// &scale<float, 5> holds commas.
 #ifdef QL_TIER2
 #define QL_RUN run_fibers
 #define QL_TIER 2u
@@ -260,10 +263,15 @@ struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
 #define QL_RUN run
 #define QL_TIER 1u
 #endif
+// One row of the module's kernel table: the expression's text, then the
+// kernel's address. Variadic: a name expression such as &scale<float, 5>
+// holds commas.
 #define QL_KERNEL(name_text, ...)                                              \
     {name_text, reinterpret_cast<void *>(__VA_ARGS__), QL_ENTRY(__VA_ARGS__)::QL_RUN, \
      (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, QL_TIER, QL_ENTRY(__VA_ARGS__)::params, \
      ::ql_export::fault},
+// The table around the rows, closed by a sentinel row, and the module's one
+// export, __ql_module (see ql_cpu_abi.h).
 #define QL_MODULE_BEGIN static const ql_cpu_kernel ql_kernel_table[] = {
 #define QL_MODULE_END(count)                                                   \
     {0, 0, 0, 0, 0, 0, 0}};                                                    \
