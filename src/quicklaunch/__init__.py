@@ -13,8 +13,6 @@ from .debug import LaunchWarning
 from .trace import trace
 from .streams import Event, Stream
 from .graphs import Graph, graph
-from . import cuda
-from . import hip
 
 _launch._register_errors(LaunchError, LaunchTypeError, LaunchValueError, LaunchOverflowError)
 from .trace import _from_environment  # noqa: E402
@@ -23,6 +21,15 @@ _from_environment()
 Launcher = _launch.Launcher
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``ql.cuda`` and ``ql.hip`` (offline compilers) import on first use,
+    so ``import quicklaunch`` loads no backend."""
+    if name in ("cuda", "hip"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module 'quicklaunch' has no attribute {name!r}")
 
 __all__ = [
     "compile", "Module", "Kernel", "Launcher", "Param", "device", "default_device", "Device",

@@ -4,16 +4,17 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import shutil
 import sys
 from pathlib import Path
 
 
 def _info(args) -> int:
+    import importlib
+
     import numpy
 
     import quicklaunch as ql
-    from .backends.cpu import runtime, toolchain
+    from .backends import REGISTRY
     from .cache import CompileCache, default_cache_dir
 
     print(f"quicklaunch {ql.__version__}")
@@ -21,27 +22,20 @@ def _info(args) -> int:
     print(f"numpy       {numpy.__version__}")
     print(f"platform    {platform.platform()}")
     print("devices:")
-    print(f"  cpu       {ql.device('cpu').description}; launches under "
-          f"{runtime.inline_threads()} threads run on the caller")
-    try:
-        print(f"  cuda      {ql.device('cuda').description}")
-    except (ql.DeviceError, ql.CudaError) as exc:
-        print(f"  cuda      unavailable: {exc}")
+    for row in REGISTRY:
+        try:
+            dev = ql.device(row.kind)
+            inline = dev.backend.inline_threads
+            extra = (f"; launches under {inline} threads run on the caller"
+                     if inline < 2**32 else "")
+            print(f"  {row.kind:<9} {dev.description}{extra}")
+        except (ql.DeviceError, ql.CudaError) as exc:
+            print(f"  {row.kind:<9} unavailable: {exc}")
     print(f"  default   {ql.default_device().name}")
     print("compilers:")
-    try:
-        c = toolchain.find_compiler()
-        print(f"  C++       {c.path}: {c.version}")
-    except ql.CompileError as exc:
-        print(f"  C++       none: {exc}")
-    try:
-        from .backends.cuda import nvrtc
-        lib = nvrtc.load()
-        print(f"  NVRTC     {lib.version[0]}.{lib.version[1]} ({lib.path}): {lib.archs_text()}")
-    except ql.CompileError as exc:
-        print(f"  NVRTC     none: {str(exc).split('. ')[-1]}")
-    for name in ("nvcc", "hipcc"):
-        print(f"  {name:<9} {shutil.which(name) or 'not found'}")
+    for row in REGISTRY:
+        for what, line in importlib.import_module(row.module).toolchain():
+            print(f"  {what:<9} {line}")
     root = default_cache_dir()
     print(f"cache       {root}")
     try:

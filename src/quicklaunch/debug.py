@@ -58,7 +58,7 @@ def make_validator(kernel, launcher):
     aligns = [(i, p.name, pointee_alignment(p.ctype)) for i, p in enumerate(kernel.params)
               if p.kind.endswith("pointer")]
     ints = [i for i, p in enumerate(kernel.params) if p.kind.startswith(("int", "uint"))]
-    gpu = kernel.device.backend if kernel.device.kind in ("cuda", "hip") else None
+    gpu = None if kernel.device.host_memory else kernel.device.backend
     grid = launcher.grid if launcher is not None else (1, 1, 1)
     block = launcher.block if launcher is not None else (1, 1, 1)
     threads = grid[0] * grid[1] * grid[2] * block[0] * block[1] * block[2]
@@ -112,15 +112,13 @@ def _foreign_address(a) -> int | None:
 def _check_device_pointer(kernel, i, name, a, gpu) -> int | None:
     """Debug launches on a GPU ask the driver who owns each raw or foreign
     pointer (the fast path never does: one driver query per argument)."""
-    from .memory import _gpu_memory
-    owner_ordinal = _gpu_memory(kernel.device).owner_ordinal
     address = getattr(a, "ptr", None)
     if address is not None:  # a ql buffer: the launcher checks its device
         return address
     address = _foreign_address(a)
     if not address:  # None (nullptr) or not a pointer-like: the launcher decides
         return address
-    owner = owner_ordinal(gpu, address)
+    owner = gpu.pointer_owner(address)
     if owner is None:
         raise LaunchValueError(
             f"kernel '{kernel.name}', parameter {i + 1} '{name}': address {address:#x} is "
@@ -153,7 +151,7 @@ def _synchronous(stream):
         return lambda: None
 
     def after():
-        from .graphs import active_capture
+        from .capture import active_capture
         if active_capture() is None:
             stream.synchronize()
     return after
@@ -162,7 +160,7 @@ def _synchronous(stream):
 def _check_capture(kernel, stream_handle: int) -> None:
     """A launch on another stream while this thread records a graph would
     run now, outside the graph: almost always a mistake."""
-    from .graphs import active_capture
+    from .capture import active_capture
     g = active_capture()
     if g is not None and g.device is kernel.device and stream_handle != g._stream_handle:
         raise LaunchValueError(

@@ -1,77 +1,80 @@
 """Devices: where kernels run. ``ql.device("cpu")``, ``ql.device()``.
 
-A device carries what the launcher needs once per kernel (its backend's
-launch entry, the id buffers are tagged with, its limits) and nothing that is
-looked up per call.
+A device is a name, an id and the backend that drives it (the interface in
+backends/base.py). It carries what the launcher needs once per kernel (the
+backend's launch entry, the id buffers are tagged with, its limits) and
+nothing that is looked up per call. Which kinds exist is the registry's
+business (backends/__init__.py); nothing here knows one kind from another.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import threading
 from dataclasses import dataclass, field
 
+from .backends import REGISTRY, entry
+from .backends.base import Backend, Limits
 from .errors import DeviceError
 
-__all__ = ["Device", "device", "default_device"]
-
-CPU_ID = 0  # device ids: cpu 0, cuda:N 0x100 + N, hip:N 0x200 + N
-CUDA_ID = 0x100
-HIP_ID = 0x200
-
-
-@dataclass(frozen=True, eq=False)
-class Limits:
-    max_threads_per_block: int = 1024
-    max_block_dims: tuple[int, int, int] = (1024, 1024, 64)
-    max_grid_dims: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
-    max_shared_per_block: int = 48 * 1024
-    warp_size: int = 32
+__all__ = ["Device", "Limits", "device", "default_device"]
 
 
 @dataclass(frozen=True, eq=False)
 class Device:
     """A device kernels can be compiled for and launched on."""
 
-    kind: str                      # "cpu", "cuda", "hip"
-    ordinal: int
     id: int                        # tags buffers; compared by the launcher
-    description: str
-    limits: Limits = field(default_factory=Limits)
-    host_memory: bool = False      # NumPy arrays are this device's memory
-    backend: object = field(default=None, repr=False)  # the GPU backend's state
+    backend: Backend = field(repr=False)
+
+    @property
+    def kind(self) -> str:
+        return self.backend.kind
+
+    @property
+    def ordinal(self) -> int:
+        return self.backend.ordinal
 
     @property
     def name(self) -> str:
-        return self.kind if self.kind == "cpu" else f"{self.kind}:{self.ordinal}"
+        found = entry(self.kind)
+        return self.kind if found and found[1].single else f"{self.kind}:{self.ordinal}"
+
+    @property
+    def description(self) -> str:
+        return self.backend.description
+
+    @property
+    def limits(self) -> Limits:
+        return self.backend.limits
+
+    @property
+    def host_memory(self) -> bool:
+        return self.backend.host_memory
 
     @property
     def arch(self) -> str | None:
-        """The GPU architecture ("sm_90"); None for the CPU."""
-        return getattr(self.backend, "arch", None)
+        """The GPU architecture ("sm_90", "gfx90a"); None for the CPU."""
+        return self.backend.arch
 
     def synchronize(self) -> None:
         """Waits for all work queued on this device (every stream); raises
         the first failure of queued work as LaunchError."""
-        from .streams import _capture_check, ops
-        _capture_check(f"{self.name}.synchronize()")
-        if self.kind in ("cpu", "cuda", "hip"):  # failures of queued work raise LaunchError
-            ops(self).device_synchronize()
-        elif self.backend is not None:
-            self.backend.synchronize()
+        from .capture import capture_check
+        capture_check(f"{self.name}.synchronize()")
+        self.backend.stream_ops().device_synchronize()
 
     def __repr__(self) -> str:
         return f"<quicklaunch.Device {self.name}: {self.description}>"
 
 
-def _cpu_device() -> Device:
-    from .backends.cpu import runtime
-    n = runtime.threads()
-    return Device("cpu", 0, CPU_ID, f"host CPU, {n} worker thread{'s' if n != 1 else ''}",
-                  host_memory=True)
-
-
 _devices: dict[str, Device] = {}
 _lock = threading.Lock()
+
+
+def _known() -> str:
+    names = [f"'{e.kind}'" + ("" if e.single else f", '{e.kind}:N'") for e in REGISTRY]
+    return ", ".join(names[:-1]) + " or " + names[-1]
 
 
 def _parse(spec: str) -> tuple[str, int]:
@@ -84,21 +87,20 @@ def _parse(spec: str) -> tuple[str, int]:
     return kind, 0
 
 
-_gpu_probe: list[str | None] = []
-
-
-def _usable_gpu() -> str | None:
-    """"cuda" when a CUDA driver opens and reports a device, else None;
-    probed once per process."""
-    if not _gpu_probe:
-        from .backends.cuda import driver
-        _gpu_probe.append("cuda" if driver.available() else None)
-    return _gpu_probe[0]
+def _open(spec: str, kind: str, ordinal: int) -> Device:
+    found = entry(kind)
+    if found is None:
+        raise DeviceError(f"unknown device {spec!r}; use {_known()}")
+    index, row = found
+    if row.single and ordinal != 0:
+        raise DeviceError(f"device {spec!r}: there is one {kind.upper()} device, '{kind}'")
+    backend = importlib.import_module(row.module).open(ordinal)
+    return Device(index << 8 | ordinal, backend)
 
 
 def device(spec: "str | Device | None" = None) -> Device:
     """The device named by ``spec`` ("cpu", "cuda", "cuda:1", "hip", "hip:1"), or the
-    default ($QUICKLAUNCH_DEVICE, else the first CUDA GPU, else the CPU)."""
+    default ($QUICKLAUNCH_DEVICE, else the first usable GPU, else the CPU)."""
     if isinstance(spec, Device):
         return spec
     if spec is None:
@@ -108,27 +110,32 @@ def device(spec: "str | Device | None" = None) -> Device:
                           f"got {type(spec).__name__}")
     kind, ordinal = _parse(spec)
     key = f"{kind}:{ordinal}"
-    with _lock:
-        dev = _devices.get(key)
-        if dev is None:
-            if kind == "cpu":
-                if ordinal != 0:
-                    raise DeviceError(f"device {spec!r}: there is one CPU device, 'cpu'")
-                dev = _cpu_device()
-            elif kind == "cuda":
-                from .backends.cuda.device import open_device
-                dev = open_device(ordinal, CUDA_ID + ordinal)
-            elif kind == "hip":
-                from .backends.hip.device import open_device as open_hip
-                dev = open_hip(ordinal, HIP_ID + ordinal)
-            else:
-                raise DeviceError(f"unknown device {spec!r}; use 'cpu', 'cuda', 'cuda:N', "
-                                  f"'hip' or 'hip:N'")
-            _devices[key] = dev
+    dev = _devices.get(key)
+    if dev is None:
+        with _lock:
+            dev = _devices.get(key)
+            if dev is None:
+                dev = _devices[key] = _open(spec, kind, ordinal)
     return dev
+
+
+_default_probe: list[str] = []
+
+
+def _usable_default() -> str:
+    """The first default row whose device is usable, else "cpu"; probed
+    once per process."""
+    if not _default_probe:
+        chosen = "cpu"
+        for row in REGISTRY:
+            if row.default and importlib.import_module(row.module).usable():
+                chosen = row.kind
+                break
+        _default_probe.append(chosen)
+    return _default_probe[0]
 
 
 def default_device() -> Device:
     """``$QUICKLAUNCH_DEVICE`` if set, else the first usable GPU, else the CPU."""
-    spec = os.environ.get("QUICKLAUNCH_DEVICE") or _usable_gpu() or "cpu"
+    spec = os.environ.get("QUICKLAUNCH_DEVICE") or _usable_default()
     return device(spec)

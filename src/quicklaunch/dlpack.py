@@ -7,19 +7,13 @@ import numpy as np
 
 from . import _launch
 
-DL_CPU, DL_CUDA, DL_ROCM = 1, 2, 10
 # DLDataTypeCode
 _CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
 
 
 def device_of(buf) -> tuple[int, int]:
-    if buf.device.kind == "cpu":
-        return DL_CPU, 0
-    if buf.device.kind == "cuda":
-        return DL_CUDA, buf.device.ordinal
-    if buf.device.kind == "hip":
-        return DL_ROCM, buf.device.ordinal
-    raise BufferError(f"no DLPack device type for {buf.device.name}")
+    """(DLPack device type, ordinal), from the buffer's device backend."""
+    return buf.device.backend.dlpack_device
 
 
 def export(buf, stream=None, dl_device=None, copy=None):
@@ -29,15 +23,9 @@ def export(buf, stream=None, dl_device=None, copy=None):
                           f"{tuple(dl_device)} without a copy; copy it with ql.asarray first")
     if copy:
         raise BufferError("DLPack export with copy=True is not supported; export, then copy")
-    # quicklaunch's launches run on the legacy default stream. A consumer that
-    # will use the memory on that stream (stream None or 1) is ordered after
-    # them already; on any other stream it must see them finished.
-    if buf.device.kind == "cuda" and stream not in (None, 1, -1):
-        backend = buf.device.backend
-        backend.call(lambda: backend.driver.cuStreamSynchronize(None), "cuStreamSynchronize")
-    elif buf.device.kind == "hip" and stream not in (None, 0, 1, -1):
-        backend = buf.device.backend   # HIP's null stream: 0 (DLPack) or 1 (legacy default)
-        backend.call(lambda: backend.runtime.hipStreamSynchronize(None), "hipStreamSynchronize")
+    # quicklaunch's launches run on the legacy default stream; the backend
+    # makes them visible to a consumer on ``stream``.
+    buf.device.backend.export_sync(stream)
     dtype = np.dtype(buf.dtype)
     code = _CODES.get(dtype.kind)
     if code is None or dtype.fields is not None:

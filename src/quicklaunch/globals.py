@@ -55,25 +55,9 @@ def _mangled(name: str) -> str:
     return "_ZN" + "".join(f"{len(p)}{p}" for p in parts) + "E"
 
 
-def _cuda_global(module, name: str):
-    """CUDA and HIP: the driver's (address, size) of the variable, or None."""
-    from .errors import CudaError
-    try:
-        return module.device.backend.global_address(module._library, _mangled(name))
-    except CudaError as exc:   # HipError is a CudaError
-        if exc.name in ("CUDA_ERROR_NOT_FOUND", "hipErrorNotFound"):
-            return None
-        raise
-
-
 def global_buffer(module, name: str, dtype=None, shape=None) -> Buffer:
-    if module.device.kind == "cpu":
-        from .backends.cpu.loader import global_variable
-        found = global_variable(module._library, module._path, name)
-    elif module.device.kind in ("cuda", "hip"):
-        found = _cuda_global(module, name.strip().lstrip(":"))
-    else:
-        raise QuicklaunchError(f"get_global on {module.device.name} is not available yet")
+    plain = name.strip().lstrip(":")
+    found = module.device.backend.global_address(module._image, name, _mangled(plain))
     if found is None:
         raise GlobalNotFoundError(f"no __device__ or __constant__ variable '{name}' in this "
                                   f"module (a variable nothing uses may have been optimised "

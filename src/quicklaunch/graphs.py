@@ -24,26 +24,11 @@ import threading
 import weakref
 
 from . import _launch
+from .capture import active_capture, set_active
 from .devices import device as get_device
 from .errors import LaunchError
 
 __all__ = ["graph", "Graph", "GraphNode", "active_capture"]
-
-_local = threading.local()
-
-
-def active_capture() -> "Graph | None":
-    """The graph the calling thread is recording, if any."""
-    return getattr(_local, "graph", None)
-
-
-def record_wait(stream, event) -> bool:
-    """Stream.wait during a recording on that stream: a wait node."""
-    g = active_capture()
-    if g is None or g._stream_handle != stream.handle:
-        return False
-    g.nodes.append(GraphNode(g, len(g.nodes), None, None, None, 0, None, (), event))
-    return True
 
 
 class GraphNode:
@@ -111,24 +96,31 @@ class Graph:
                                     block_bytes, args))
         return True
 
+    def _record_wait(self, stream, event) -> bool:
+        """Stream.wait during this recording: a wait node, when on its stream."""
+        if stream.handle != self._stream_handle:
+            return False
+        self.nodes.append(GraphNode(self, len(self.nodes), None, None, None, 0, None, (),
+                                    event))
+        return True
+
     def __enter__(self) -> "Graph":
         if active_capture() is not None:
             raise LaunchError("ql.graph blocks cannot nest")
         self._thread = threading.get_ident()
-        _local.graph = self
+        set_active(self)
         self._previous = _launch._set_capture_hook(self._record)
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
         _launch._set_capture_hook(self._previous)
         self._previous = None
-        _local.graph = None
+        set_active(None)
         if exc_type is None:
             self._build()
 
     def _build(self) -> None:
-        from .streams import ops
-        self._ops = ops(self.device)
+        self._ops = self.device.backend.stream_ops()
         self.handle = self._ops.graph_create(len(self.nodes))
         for node in self.nodes:
             if node.kernel is None:

@@ -3,10 +3,9 @@
 A Buffer is the launcher's C Buffer type (address, size, device id, owner)
 plus shape and dtype. On the CPU device its memory is a 64-byte aligned NumPy
 allocation, so ``Buffer.numpy()`` is a zero-copy view. On a GPU it is device
-memory (backends/cuda/memory.py): ``numpy()`` copies back, and the buffer is
-exported as ``__cuda_array_interface__`` (v3) and DLPack. Each GPU kind has
-its memory module (``_gpu_memory``): backends/cuda/memory.py,
-backends/hip/memory.py, with the same functions.
+memory, allocated and copied by the device's backend (backends/base.py):
+``numpy()`` copies back, and the buffer is exported as
+``__cuda_array_interface__`` (v3) and DLPack.
 """
 from __future__ import annotations
 
@@ -14,7 +13,6 @@ import numpy as np
 
 from . import _launch
 from .devices import Device, device as get_device
-from .errors import DeviceError
 
 __all__ = ["Buffer", "empty", "zeros", "asarray"]
 
@@ -51,7 +49,7 @@ class Buffer(_launch.Buffer):
         if self.device.host_memory:
             return self.owner
         out = np.empty(self.shape, self.dtype)
-        _gpu_memory(self.device).to_host(self.device.backend, out, self.ptr)
+        self.device.backend.to_host(out, self.ptr)
         return out
 
     def copy_from(self, src) -> "Buffer":
@@ -66,12 +64,12 @@ class Buffer(_launch.Buffer):
         if self.device.host_memory:
             self.owner[...] = data
         else:
-            _gpu_memory(self.device).to_device(self.device.backend, self.ptr, data)
+            self.device.backend.to_device(self.ptr, data)
         return self
 
     @property
     def __cuda_array_interface__(self) -> dict:
-        if self.device.kind not in ("cuda", "hip"):   # HIP: as CuPy and Numba on ROCm read it
+        if not self.device.backend.cuda_array_interface:
             raise AttributeError("__cuda_array_interface__ is for GPU device memory only")
         # stream 1: the legacy default stream, which quicklaunch's launches use
         return {"shape": self.shape, "typestr": self.dtype.str, "descr": self.dtype.descr,
@@ -125,21 +123,9 @@ def _wrap_host(array: np.ndarray, dev: Device) -> Buffer:
                   readonly=not array.flags.writeable)
 
 
-def _gpu_memory(dev: Device):
-    """The memory module of a GPU device's backend."""
-    if dev.kind == "cuda":
-        from .backends.cuda import memory
-        return memory
-    if dev.kind == "hip":
-        from .backends.hip import memory
-        return memory
-    raise DeviceError(f"device {dev.name} cannot allocate memory yet")
-
-
 def _gpu_alloc(shape, dtype: np.dtype, dev: Device) -> Buffer:
-    mem = _gpu_memory(dev)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-    owner = mem.Allocation(dev.backend, nbytes)
+    owner = dev.backend.allocate(nbytes)
     return Buffer(owner.ptr, shape, dtype, dev, owner=owner)
 
 
@@ -158,7 +144,7 @@ def zeros(shape, dtype=np.float32, device=None) -> Buffer:
     if buf.device.host_memory:
         buf.numpy()[...] = 0
     else:
-        _gpu_memory(buf.device).fill_bytes(buf.device.backend, buf.ptr, 0, buf.nbytes)
+        buf.device.backend.fill_bytes(buf.ptr, 0, buf.nbytes)
     return buf
 
 
@@ -179,5 +165,5 @@ def asarray(obj, device=None, dtype=None) -> Buffer:
     if src.dtype.hasobject:
         raise TypeError("an array of Python objects cannot be copied to a GPU")
     buf = _gpu_alloc(src.shape, src.dtype, dev)
-    _gpu_memory(dev).to_device(dev.backend, buf.ptr, src)
+    dev.backend.to_device(buf.ptr, src)
     return buf

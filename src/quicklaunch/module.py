@@ -9,17 +9,14 @@ import os
 import sys
 from typing import NamedTuple
 
-from . import _launch
+from . import _launch, kinds
 from .devices import Device, device as get_device
 from .errors import CompileError, QuicklaunchError
 from .signature import normalize_name
 
 __all__ = ["compile", "Module", "Kernel", "Param", "KernelNotFoundError"]
 
-KIND_NAMES = {1: "pointer", 2: "const pointer", 3: "int8", 4: "int16", 5: "int32",
-              6: "int64", 7: "uint8", 8: "uint16", 9: "uint32", 10: "uint64", 11: "half",
-              12: "bfloat16", 13: "float32", 14: "float64", 15: "bool", 16: "struct",
-              17: "invalid"}
+KIND_NAMES = kinds.NAMES   # kept for code that read the table here
 
 
 class KernelNotFoundError(QuicklaunchError, KeyError):
@@ -210,30 +207,52 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
     options = _check_options(options)
     if isinstance(name_expressions, str):
         name_expressions = (name_expressions,)
-    name_expressions = tuple(name_expressions)
+    exprs = tuple(" ".join(e.split()) for e in name_expressions)
     if debug is None:
         debug = os.environ.get("QUICKLAUNCH_DEBUG", "") not in ("", "0")
+    debug = bool(debug)
     file, line = _origin()
     origin = f" (ql.compile called at {file}:{line})"
-    if dev.kind == "cpu":
-        where = ("kernel.cu", 1)
-        if debug:  # compiler messages and gdb lines point into the Python file
-            from .debug import source_start
-            start = source_start(source, file, line)
-            if start is not None:
-                where = (file, start)
-        mod = _compile_cpu(dev, source, options, name_expressions, bool(debug), origin, where)
-        mod._origin = (file, line)
-        return mod
-    if dev.kind == "cuda":
-        mod = _compile_cuda(dev, source, options, name_expressions, bool(debug), origin)
-        mod._origin = (file, line)
-        return mod
-    if dev.kind == "hip":
-        mod = _compile_hip(dev, source, options, name_expressions, bool(debug), origin)
-        mod._origin = (file, line)
-        return mod
-    raise CompileError(f"no compiler for device {dev.name}")
+    where = ("kernel.cu", 1)
+    if debug:  # compiler messages and debugger lines point into the Python file
+        from .debug import source_start
+        start = source_start(source, file, line)
+        if start is not None:
+            where = (file, start)
+    image = dev.backend.compile(source, options, exprs, debug, origin, where)
+    mod = Module(dev, source, image.options or options)
+    mod.debug = debug
+    mod._origin = (file, line)
+    mod._image = image
+    mod._library = image.library
+    mod._path = image.path
+    mod._program = image.program
+    mod._templates = (set(image.templates) if image.templates is not None
+                      else _templates_of(source))
+    backend = dev.backend
+    cls = DebugKernel if debug else Kernel
+    for ki in image.kernels:
+        params = tuple(Param(p.name, p.ctype, p.size, p.align, kinds.NAMES.get(p.kind, "?"))
+                       for p in ki.params)
+        bad = [p.name for p in ki.params if p.kind == kinds.INVALID]
+        if bad:
+            raise CompileError(f"kernel '{ki.name}': parameter(s) {bad} are references; a "
+                               f"kernel takes values and pointers{origin}", source=source,
+                               options=options)
+        k = cls(mod, ki.name, ki.lowered_name, params, bytes(p.kind for p in ki.params),
+                ki.handle, backend.launch_entry, backend.inline_threads, backend.error_hook)
+        k._source_line = ki.source_line
+        _add_kernel(mod, ki.name, ki.lowered_name, k)
+    return mod
+
+
+def _templates_of(source: str) -> set[str]:
+    """The template kernels a source declares (for get_kernel's hints)."""
+    from .signature import parse_kernels
+    try:
+        return {d.name for d in parse_kernels(source) if d.template is not None}
+    except ValueError:
+        return set()
 
 
 def _add_kernel(mod: Module, expr: str, symbol: str | None, k: Kernel) -> None:
@@ -246,119 +265,3 @@ def _add_kernel(mod: Module, expr: str, symbol: str | None, k: Kernel) -> None:
     short = expr.rsplit("::", 1)[-1]
     if short != expr and "<" not in expr:
         mod._aliases.setdefault(short, expr)
-
-
-def _compile_cuda(dev, source, options, name_expressions, debug, origin) -> Module:
-    """NVRTC for the device's architecture, then the driver loads the cubin
-    (PTX, for the driver to finish, when NVRTC predates the GPU)."""
-    from .backends.cuda import nvrtc, program
-    from .signature import parse_kernels
-    backend = dev.backend
-    if debug:
-        options = (*options, "-G")
-    exprs = tuple(" ".join(e.split()) for e in name_expressions)
-    prog = program.compile(source, arch=nvrtc.arch_for(backend.capability), options=options,
-                           name_expressions=exprs)
-    image = prog.cubin if prog.cubin is not None else prog.ptx.encode()
-    mod = Module(dev, source, options)
-    mod.debug = debug
-    mod._library = backend.load_module(image, f"{len(prog.kernels)} kernels for {prog.arch}")
-    mod._program = prog
-    try:
-        mod._templates = {d.name for d in parse_kernels(source) if d.template is not None}
-    except ValueError:
-        mod._templates = set()
-    hook = backend.error_hook
-    for expr, info in prog.kernels.items():
-        params = tuple(Param(p.name, p.ctype, p.size, p.align, KIND_NAMES.get(p.kind, "?"))
-                       for p in info.params)
-        bad = [p.name for p in params if p.kind == "invalid"]
-        if bad:
-            raise CompileError(f"kernel '{expr}': parameter(s) {bad} are references; a "
-                               f"kernel takes values and pointers{origin}", source=source,
-                               options=options)
-        codes = bytes(p.kind for p in info.params)
-        handle = backend.function(mod._library, info.lowered_name)
-        cls = DebugKernel if debug else Kernel
-        # inline_threads: never release the GIL around cuLaunchKernel, which
-        # only queues the launch (about 2 us); a release would cost more.
-        k = cls(mod, expr, info.lowered_name, params, codes, handle,
-                backend.driver.launch_address, 2**63, hook)
-        k._source_line = getattr(info, "line", 1)
-        _add_kernel(mod, expr, info.lowered_name, k)
-    return mod
-
-
-def _compile_hip(dev, source, options, name_expressions, debug, origin) -> Module:
-    """hiprtc for the GPU's architecture, then the HIP runtime loads the code
-    object; launches go through hipModuleLaunchKernel (cuLaunchKernel's shape)."""
-    from .backends.hip import program
-    from .signature import parse_kernels
-    backend = dev.backend
-    if debug:
-        options = (*options, "-O0", "-g")
-    exprs = tuple(" ".join(e.split()) for e in name_expressions)
-    prog = program.compile(source, arch=backend.arch, options=options, name_expressions=exprs)
-    if prog.wave_size != dev.limits.warp_size:
-        raise CompileError(f"the code was compiled for wave{prog.wave_size} but {dev.name} "
-                           f"runs wave{dev.limits.warp_size}; drop -mwavefrontsize64 / "
-                           f"-mno-wavefrontsize64{origin}", source=source, options=options)
-    mod = Module(dev, source, options)
-    mod.debug = debug
-    mod._library = backend.load_module(prog.code_object,
-                                       f"{len(prog.kernels)} kernels for {prog.arch}")
-    mod._program = prog
-    try:
-        mod._templates = {d.name for d in parse_kernels(source) if d.template is not None}
-    except ValueError:
-        mod._templates = set()
-    for expr, info in prog.kernels.items():
-        params = tuple(Param(p.name, p.ctype, p.size, p.align, KIND_NAMES.get(p.kind, "?"))
-                       for p in info.params)
-        bad = [p.name for p in params if p.kind == "invalid"]
-        if bad:
-            raise CompileError(f"kernel '{expr}': parameter(s) {bad} are references; a "
-                               f"kernel takes values and pointers{origin}", source=source,
-                               options=options)
-        handle = backend.function(mod._library, info.lowered_name)
-        cls = DebugKernel if debug else Kernel
-        # hipModuleLaunchKernel only queues the launch: keep the GIL, as for CUDA
-        k = cls(mod, expr, info.lowered_name, params, bytes(p.kind for p in info.params),
-                handle, backend.runtime.launch_address, 2**63, backend.error_hook)
-        k._source_line = getattr(info, "line", 1)
-        _add_kernel(mod, expr, info.lowered_name, k)
-    return mod
-
-
-def _compile_cpu(dev, source, options, name_expressions, debug, origin,
-                 where=("kernel.cu", 1)) -> Module:
-    from .backends.cpu import compiler, runtime
-    exprs = tuple(" ".join(e.split()) for e in name_expressions)
-    built = compiler.build(source, options, exprs, debug, origin, *where)
-    mod = Module(dev, source, options)
-    mod.debug = debug
-    mod._library = built.library
-    mod._path = built.path
-    mod._templates = set(built.meta["templates"])
-    entry, inline, hook = runtime.launch_entry(), runtime.inline_threads(), runtime.error_hook
-    for lk in built.kernels:
-        names = built.meta["params"].get(lk.expr)
-        if names is None or len(names) != len(lk.params):
-            raise CompileError(
-                f"kernel '{lk.expr}': the compiler reports {len(lk.params)} parameters but "
-                f"the source declares {len(names) if names else 'no such kernel'}"
-                f"{origin}", source=source, options=options)
-        params = tuple(Param(name, ctype, size, align, KIND_NAMES.get(kind, "?"))
-                       for (name, ctype), (size, align, kind) in zip(names, lk.params))
-        codes = bytes(kind for _, _, kind in lk.params)
-        bad = [p.name for p in params if p.kind == "invalid"]
-        if bad:
-            raise CompileError(f"kernel '{lk.expr}': parameter(s) {bad} are references; a "
-                               f"kernel takes values and pointers{origin}", source=source,
-                               options=options)
-        cls = DebugKernel if debug else Kernel
-        k = cls(mod, lk.expr, lk.symbol or lk.expr, params, codes, lk.handle, entry, inline,
-                hook)
-        k._source_line = built.meta.get("lines", {}).get(lk.expr, 1)
-        _add_kernel(mod, lk.expr, lk.symbol, k)
-    return mod

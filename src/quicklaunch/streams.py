@@ -8,10 +8,10 @@ work on it waits for all other streams and runs before anything queued
 after it. An event marks a point in a stream: other streams can wait for
 it, the host can wait for it, and two events time what ran between them.
 
-Each device supplies the operations (``ops(device)``): the CPU runtime
-(backends/cpu/streams.py), the CUDA driver (backends/cuda/streams.py) or the
-HIP runtime (backends/hip/streams.py; no graphs yet).
-Handles are ints; 0 is the default stream. The operations are:
+Each device's backend supplies the operations (``ops(device)``, the
+``StreamOps`` of backends/base.py): the CPU runtime, the CUDA driver, the
+HIP runtime (no graphs yet). Handles are ints; 0 is the default stream.
+The operations are:
 
     stream_create() -> int                stream_destroy(s)
     stream_synchronize(s)                 stream_query(s) -> bool
@@ -28,45 +28,15 @@ call, naming the kernel that failed.
 """
 from __future__ import annotations
 
-import threading
-
+from .capture import active_capture, capture_check as _capture_check
 from .devices import Device, device as get_device
 from .errors import LaunchError
 
 __all__ = ["Stream", "Event", "ops"]
 
-_ops: dict[int, object] = {}
-_ops_lock = threading.Lock()
-
-
 def ops(dev: Device):
-    """The stream operations of a device, created once per device."""
-    found = _ops.get(dev.id)
-    if found is not None:
-        return found
-    with _ops_lock:
-        if dev.id not in _ops:
-            if dev.kind == "cpu":
-                from .backends.cpu.streams import CpuStreamOps
-                _ops[dev.id] = CpuStreamOps()
-            elif dev.kind == "cuda":
-                from .backends.cuda.streams import CudaStreamOps
-                _ops[dev.id] = CudaStreamOps(dev.backend)
-            elif dev.kind == "hip":
-                from .backends.hip.streams import HipStreamOps
-                _ops[dev.id] = HipStreamOps(dev.backend)
-            else:
-                raise LaunchError(f"device {dev.name} has no streams")
-        return _ops[dev.id]
-
-
-def _capture_check(what: str) -> None:
-    from .graphs import active_capture
-    g = active_capture()
-    if g is not None:
-        raise LaunchError(f"{what} while a graph is being recorded (ql.graph at "
-                          f"{g.origin}): a recording only records; synchronise after the "
-                          f"'with ql.graph()' block, or replay the graph first")
+    """The stream operations of a device (its backend makes them once)."""
+    return dev.backend.stream_ops()
 
 
 class Stream:
@@ -84,7 +54,7 @@ class Stream:
         return self.device.id, self.handle
 
     def __cuda_stream__(self) -> tuple[int, int]:
-        if self.device.kind != "cuda":
+        if not self.device.backend.cuda_stream_protocol:
             raise AttributeError("__cuda_stream__: not a CUDA stream")
         return 0, self.handle
 
@@ -99,8 +69,8 @@ class Stream:
 
     def wait(self, event: "Event") -> None:
         """Work queued on this stream after this call waits for ``event``."""
-        from .graphs import record_wait
-        if record_wait(self, event):
+        g = active_capture()
+        if g is not None and g._record_wait(self, event):
             return
         self._ops.stream_wait_event(self.handle, event.handle)
 

@@ -53,8 +53,7 @@ def ql_fake(fake_libcuda, tmp_path, monkeypatch):
     shutil.copyfile(fake_libcuda, path)
     monkeypatch.setenv("QUICKLAUNCH_LIBCUDA", str(path))
     monkeypatch.setattr(devices, "_devices", {})
-    monkeypatch.setattr(devices, "_gpu_probe", [])
-    monkeypatch.setattr(streams, "_ops", {})  # keyed by device id: a new driver needs new ops
+    monkeypatch.setattr(devices, "_default_probe", [])
     driver._reset_for_tests()
     yield load(path)
     driver._reset_for_tests()

@@ -45,7 +45,7 @@ def fake_gpu(fake_libcuda, tmp_path, monkeypatch):
     shutil.copyfile(fake_libcuda, path)
     monkeypatch.setenv("QUICKLAUNCH_LIBCUDA", str(path))
     monkeypatch.setattr(devices, "_devices", {})
-    monkeypatch.setattr(devices, "_gpu_probe", [])
+    monkeypatch.setattr(devices, "_default_probe", [])
     driver._reset_for_tests()
     yield load(path)
     driver._reset_for_tests()

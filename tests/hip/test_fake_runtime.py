@@ -50,7 +50,6 @@ def fake(fake_lib, tmp_path, monkeypatch):
     for name in ("FAKE_HIP_DEVICES", "FAKE_HIP_ARCH", "FAKE_HIP_WAVE", "FAKE_HIP_INIT"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setattr(devices, "_devices", {})
-    monkeypatch.setattr(streams, "_ops", {})
     driver._reset_for_tests()
     lib = ctypes.CDLL(str(copy))
     yield lib

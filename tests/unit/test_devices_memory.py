@@ -38,7 +38,7 @@ def test_cuda_without_a_driver_falls_back_to_cpu(monkeypatch, tmp_path):
     from quicklaunch.backends.cuda import driver
     monkeypatch.setenv("QUICKLAUNCH_LIBCUDA", str(tmp_path / "libcuda.so.1"))
     monkeypatch.delenv("QUICKLAUNCH_DEVICE", raising=False)
-    monkeypatch.setattr(devices, "_gpu_probe", [])
+    monkeypatch.setattr(devices, "_default_probe", [])
     driver._reset_for_tests()
     try:
         with pytest.raises(ql.DeviceError, match=r"the CUDA driver could not be opened .*"

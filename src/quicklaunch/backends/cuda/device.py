@@ -13,9 +13,12 @@ import ctypes
 import threading
 from ctypes import byref, c_int, c_size_t, c_uint64, c_void_p
 
-from ...devices import Device, Limits
-from ...errors import DeviceError, LaunchError
+from ...errors import CudaError, DeviceError, LaunchError
+from ..base import KernelImage, Limits, ModuleImage, ParamImage
 from . import driver as drv
+
+__all__ = ["CudaDevice", "open", "usable"]
+DL_CUDA = 2
 
 # CUdevice_attribute
 _ATTR = {"max_threads": 1, "block_x": 2, "block_y": 3, "block_z": 4, "grid_x": 5, "grid_y": 6,
@@ -26,11 +29,24 @@ FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
 class CudaDevice:
-    """The driver-side state of one GPU, kept on its Device as ``backend``."""
+    """One GPU behind the backend interface (backends/base.py): the driver
+    state, kept on its Device as ``backend``."""
+
+    kind = "cuda"
+    host_memory = False
+    cuda_array_interface = True
+    cuda_stream_protocol = True
+    # never release the GIL around cuLaunchKernel, which only queues the
+    # launch (about 2 us); a release would cost more
+    inline_threads = 2**63
 
     def __init__(self, d: drv.Driver, ordinal: int):
         self.driver = d
         self.ordinal = ordinal
+        self.dlpack_device = (DL_CUDA, ordinal)
+        self.launch_entry = d.launch_address
+        self.entry_library = drv.library_path()
+        self._ops = None
         handle = c_int()
         d.check(d.cuDeviceGet(byref(handle), ordinal), f"cuDeviceGet({ordinal})")
         self.handle = handle.value
@@ -48,6 +64,14 @@ class CudaDevice:
                 "cuDevicePrimaryCtxRetain")
         self.context = ctx.value
         self.make_current()
+        a = self.attrs
+        self.limits = Limits(max_threads_per_block=a["max_threads"],
+                             max_block_dims=(a["block_x"], a["block_y"], a["block_z"]),
+                             max_grid_dims=(a["grid_x"], a["grid_y"], a["grid_z"]),
+                             max_shared_per_block=a["shared_optin"], warp_size=a["warp"])
+        mem = self.total_memory / 2**30
+        self.description = (f"{self.name}, {self.arch}, {a['sms']} SMs, {mem:.0f} GiB, "
+                            f"driver {d.version // 1000}.{d.version % 1000 // 10}")
 
     def _attribute(self, attr: int) -> int:
         out = c_int()
@@ -73,12 +97,67 @@ class CudaDevice:
     def synchronize(self) -> None:
         self.call(lambda: self.driver.cuCtxSynchronize(), "cuCtxSynchronize")
 
-    def limits(self) -> Limits:
-        a = self.attrs
-        return Limits(max_threads_per_block=a["max_threads"],
-                      max_block_dims=(a["block_x"], a["block_y"], a["block_z"]),
-                      max_grid_dims=(a["grid_x"], a["grid_y"], a["grid_z"]),
-                      max_shared_per_block=a["shared_optin"], warp_size=a["warp"])
+    # ---------------------------------------------------------------- code
+    def compile(self, source, options, name_expressions, debug, origin, where) -> ModuleImage:
+        """NVRTC for this GPU's architecture, then the driver loads the cubin
+        (PTX, for the driver to finish, when NVRTC predates the GPU)."""
+        from . import nvrtc, program
+        if debug:
+            options = (*options, "-G")
+        prog = program.compile(source, arch=nvrtc.arch_for(self.capability), options=options,
+                               name_expressions=name_expressions)
+        image = prog.cubin if prog.cubin is not None else prog.ptx.encode()
+        library = self.load_module(image, f"{len(prog.kernels)} kernels for {prog.arch}")
+        kernels = tuple(
+            KernelImage(expr, info.lowered_name,
+                        tuple(ParamImage(p.name, p.ctype, p.size, p.align, p.kind)
+                              for p in info.params),
+                        self.function(library, info.lowered_name), getattr(info, "line", 1))
+            for expr, info in prog.kernels.items())
+        return ModuleImage(kernels, library, program=prog, options=options)
+
+    def global_address(self, image, name, symbol):
+        try:
+            return self.module_global(image.library, symbol)
+        except CudaError as exc:
+            if exc.name == "CUDA_ERROR_NOT_FOUND":
+                return None
+            raise
+
+    # -------------------------------------------------------------- memory
+    def allocate(self, nbytes: int):
+        from . import memory
+        return memory.Allocation(self, nbytes)
+
+    def to_host(self, out, ptr: int) -> None:
+        from . import memory
+        memory.to_host(self, out, ptr)
+
+    def to_device(self, ptr: int, src) -> None:
+        from . import memory
+        memory.to_device(self, ptr, src)
+
+    def fill_bytes(self, ptr: int, value: int, nbytes: int) -> None:
+        from . import memory
+        memory.fill_bytes(self, ptr, value, nbytes)
+
+    def pointer_owner(self, address: int) -> int | None:
+        from . import memory
+        return memory.owner_ordinal(self, address)
+
+    # ------------------------------------------------------ streams, sync
+    def stream_ops(self):
+        if self._ops is None:
+            from .streams import CudaStreamOps
+            self._ops = CudaStreamOps(self)
+        return self._ops
+
+    def export_sync(self, stream) -> None:
+        """A consumer on the legacy default stream (None, 1; -1: no sync
+        asked) is ordered after quicklaunch's launches already; any other
+        stream must see them finished."""
+        if stream not in (None, 1, -1):
+            self.call(lambda: self.driver.cuStreamSynchronize(None), "cuStreamSynchronize")
 
     # ------------------------------------------------------------ modules
     def load_module(self, image: bytes, what: str) -> int:
@@ -106,7 +185,7 @@ class CudaDevice:
                 "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
         return fn.value
 
-    def global_address(self, module: int, name: str) -> tuple[int, int]:
+    def module_global(self, module: int, name: str) -> tuple[int, int]:
         ptr, size = c_uint64(), c_size_t()
         self.call(lambda: self.driver.cuModuleGetGlobal(byref(ptr), byref(size), module,
                                                         name.encode()),
@@ -132,7 +211,12 @@ class CudaDevice:
 _open_lock = threading.Lock()
 
 
-def open_device(ordinal: int, cuda_id: int) -> Device:
+def usable() -> bool:
+    """A CUDA driver opens and reports a device."""
+    return drv.available()
+
+
+def open(ordinal: int) -> CudaDevice:   # noqa: A001 - the registry's name
     """ql.device("cuda:N"): raises DeviceError when there is no such GPU."""
     try:
         d = drv.driver()
@@ -147,9 +231,18 @@ def open_device(ordinal: int, cuda_id: int) -> Device:
                           + ("; use device='cpu'" if not count.value else
                              f" (cuda:0 to cuda:{count.value - 1})"))
     with _open_lock:
-        backend = CudaDevice(d, ordinal)
-    mem = backend.total_memory / 2**30
-    desc = (f"{backend.name}, {backend.arch}, {backend.attrs['sms']} SMs, {mem:.0f} GiB, "
-            f"driver {d.version // 1000}.{d.version % 1000 // 10}")
-    return Device("cuda", ordinal, cuda_id, desc, limits=backend.limits(), host_memory=False,
-                  backend=backend)
+        return CudaDevice(d, ordinal)
+
+
+def toolchain() -> list[tuple[str, str]]:
+    """`quicklaunch info`'s compiler lines for this device."""
+    import shutil
+
+    from ...errors import CompileError
+    from . import nvrtc
+    try:
+        lib = nvrtc.load()
+        line = f"{lib.version[0]}.{lib.version[1]} ({lib.path}): {lib.archs_text()}"
+    except CompileError as exc:
+        line = f"none: {str(exc).split('. ')[-1]}"
+    return [("NVRTC", line), ("nvcc", shutil.which("nvcc") or "not found")]

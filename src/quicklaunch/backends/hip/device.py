@@ -15,9 +15,12 @@ import re
 import threading
 from ctypes import byref, c_int, c_size_t, c_void_p
 
-from ...devices import Device, Limits
-from ...errors import DeviceError, LaunchError
+from ...errors import CompileError, CudaError, DeviceError, LaunchError
+from ..base import KernelImage, Limits, ModuleImage, ParamImage
 from . import driver as drv
+
+__all__ = ["HipDevice", "open", "usable"]
+DL_ROCM = 10
 
 # hipDeviceAttribute_t (ROCm 5.x and 6.x agree on these)
 _ATTR = {"major": 23, "block_x": 26, "block_y": 27, "block_z": 28, "grid_x": 29, "grid_y": 30,
@@ -29,11 +32,22 @@ _PROPS_BYTES = 16384   # larger than any hipDeviceProp_t so far (about 1.5 KiB)
 
 
 class HipDevice:
-    """The runtime-side state of one GPU, kept on its Device as ``backend``."""
+    """One AMD GPU behind the backend interface (backends/base.py): the HIP
+    runtime state, kept on its Device as ``backend``."""
+
+    kind = "hip"
+    host_memory = False
+    cuda_array_interface = True    # as CuPy and Numba on ROCm read it
+    cuda_stream_protocol = False
+    inline_threads = 2**63         # hipModuleLaunchKernel only queues: keep the GIL
 
     def __init__(self, rt: drv.Runtime, ordinal: int):
-        self.runtime = self.driver = rt   # .driver: the name the CUDA backend's users read
+        self.runtime = rt
         self.ordinal = ordinal
+        self.dlpack_device = (DL_ROCM, ordinal)
+        self.launch_entry = rt.launch_address
+        self.entry_library = rt.path
+        self._ops = None
         self.make_current()
         name = ctypes.create_string_buffer(256)
         rt.check(rt.hipDeviceGetName(name, 256, ordinal), "hipDeviceGetName")
@@ -45,6 +59,13 @@ class HipDevice:
         rt.check(rt.hipDeviceTotalMem(byref(memory), ordinal), "hipDeviceTotalMem")
         self.total_memory = memory.value
         self._images: dict[int, object] = {}   # module -> its code object, kept while loaded
+        a = self.attrs
+        self.limits = Limits(max_threads_per_block=a["max_threads"],
+                             max_block_dims=(a["block_x"], a["block_y"], a["block_z"]),
+                             max_grid_dims=(a["grid_x"], a["grid_y"], a["grid_z"]),
+                             max_shared_per_block=a["shared"], warp_size=a["warp"])
+        self.description = (f"{self.name}, {self.target}, {a['cus']} CUs, wave{a['warp']}, "
+                            f"{self.total_memory / 2**30:.0f} GiB, HIP {rt.version_text}")
 
     def _attribute(self, key: str, attr: int) -> int:
         out = c_int()
@@ -88,12 +109,71 @@ class HipDevice:
     def synchronize(self) -> None:
         self.call(lambda: self.runtime.hipDeviceSynchronize(), "hipDeviceSynchronize")
 
-    def limits(self) -> Limits:
-        a = self.attrs
-        return Limits(max_threads_per_block=a["max_threads"],
-                      max_block_dims=(a["block_x"], a["block_y"], a["block_z"]),
-                      max_grid_dims=(a["grid_x"], a["grid_y"], a["grid_z"]),
-                      max_shared_per_block=a["shared"], warp_size=a["warp"])
+    # ---------------------------------------------------------------- code
+    def compile(self, source, options, name_expressions, debug, origin, where) -> ModuleImage:
+        """hiprtc for this GPU's architecture, then the runtime loads the code
+        object; launches go through hipModuleLaunchKernel."""
+        from . import program
+        if debug:
+            options = (*options, "-O0", "-g")
+        prog = program.compile(source, arch=self.arch, options=options,
+                               name_expressions=name_expressions)
+        if prog.wave_size != self.limits.warp_size:
+            raise CompileError(f"the code was compiled for wave{prog.wave_size} but "
+                               f"hip:{self.ordinal} runs wave{self.limits.warp_size}; drop "
+                               f"-mwavefrontsize64 / -mno-wavefrontsize64{origin}",
+                               source=source, options=options)
+        library = self.load_module(prog.code_object,
+                                   f"{len(prog.kernels)} kernels for {prog.arch}")
+        kernels = tuple(
+            KernelImage(expr, info.lowered_name,
+                        tuple(ParamImage(p.name, p.ctype, p.size, p.align, p.kind)
+                              for p in info.params),
+                        self.function(library, info.lowered_name), getattr(info, "line", 1))
+            for expr, info in prog.kernels.items())
+        return ModuleImage(kernels, library, program=prog, options=options)
+
+    def global_address(self, image, name, symbol):
+        try:
+            return self.module_global(image.library, symbol)
+        except CudaError as exc:   # HipError is a CudaError
+            if exc.name == "hipErrorNotFound":
+                return None
+            raise
+
+    # -------------------------------------------------------------- memory
+    def allocate(self, nbytes: int):
+        from . import memory
+        return memory.Allocation(self, nbytes)
+
+    def to_host(self, out, ptr: int) -> None:
+        from . import memory
+        memory.to_host(self, out, ptr)
+
+    def to_device(self, ptr: int, src) -> None:
+        from . import memory
+        memory.to_device(self, ptr, src)
+
+    def fill_bytes(self, ptr: int, value: int, nbytes: int) -> None:
+        from . import memory
+        memory.fill_bytes(self, ptr, value, nbytes)
+
+    def pointer_owner(self, address: int) -> int | None:
+        from . import memory
+        return memory.owner_ordinal(self, address)
+
+    # ------------------------------------------------------ streams, sync
+    def stream_ops(self):
+        if self._ops is None:
+            from .streams import HipStreamOps
+            self._ops = HipStreamOps(self)
+        return self._ops
+
+    def export_sync(self, stream) -> None:
+        """HIP's null stream is 0 (DLPack) or 1 (legacy default): a consumer
+        there is ordered after quicklaunch's launches; others must wait."""
+        if stream not in (None, 0, 1, -1):
+            self.call(lambda: self.runtime.hipStreamSynchronize(None), "hipStreamSynchronize")
 
     # ------------------------------------------------------------ modules
     def load_module(self, image: bytes, what: str) -> int:
@@ -111,7 +191,7 @@ class HipDevice:
                   f"hipModuleGetFunction({lowered_name})")
         return fn.value
 
-    def global_address(self, module: int, name: str) -> tuple[int, int]:
+    def module_global(self, module: int, name: str) -> tuple[int, int]:
         ptr, size = c_void_p(), c_size_t()
         self.call(lambda: self.runtime.hipModuleGetGlobal(byref(ptr), byref(size), module,
                                                           name.encode()),
@@ -138,7 +218,12 @@ class HipDevice:
 _open_lock = threading.Lock()
 
 
-def open_device(ordinal: int, device_id: int) -> Device:
+def usable() -> bool:
+    """Never probed for the default device (HIP is used when asked for)."""
+    return False
+
+
+def open(ordinal: int) -> HipDevice:   # noqa: A001 - the registry's name
     """ql.device("hip:N"): raises DeviceError when there is no such GPU."""
     rt = drv.runtime()      # DeviceError with the reason when there is none
     count = c_int()
@@ -151,9 +236,16 @@ def open_device(ordinal: int, device_id: int) -> Device:
         raise DeviceError(f"device 'hip:{ordinal}': this machine has {have}"
                           + ("; use device='cpu'" if not n else f" (hip:0 to hip:{n - 1})"))
     with _open_lock:
-        backend = HipDevice(rt, ordinal)
-    mem = backend.total_memory / 2**30
-    desc = (f"{backend.name}, {backend.target}, {backend.attrs['cus']} CUs, wave"
-            f"{backend.attrs['warp']}, {mem:.0f} GiB, HIP {rt.version_text}")
-    return Device("hip", ordinal, device_id, desc, limits=backend.limits(), host_memory=False,
-                  backend=backend)
+        return HipDevice(rt, ordinal)
+
+
+def toolchain() -> list[tuple[str, str]]:
+    """`quicklaunch info`'s compiler lines for this device."""
+    import shutil
+
+    from . import hiprtc
+    try:
+        line = hiprtc.load().description
+    except (CompileError, DeviceError) as exc:
+        line = f"none: {str(exc).split('. ')[-1]}"
+    return [("hiprtc", line), ("hipcc", shutil.which("hipcc") or "not found")]

@@ -1,0 +1,110 @@
+"""The CPU as a quicklaunch device: the backend interface (backends/base.py)
+over the host compiler (compiler.py), the C runtime (runtime.py) and its
+streams (streams.py). Its memory is host memory: NumPy allocates it."""
+from __future__ import annotations
+
+import functools
+
+from ...errors import DeviceError
+from ..base import KernelImage, Limits, ModuleImage, ParamImage
+from . import runtime
+
+__all__ = ["CpuBackend", "open", "usable"]
+
+DL_CPU = 1
+
+
+class CpuBackend:
+    """The one CPU device. Kernels run on the runtime's worker pool."""
+
+    kind = "cpu"
+    ordinal = 0
+    arch = None
+    host_memory = True
+    dlpack_device = (DL_CPU, 0)
+    cuda_array_interface = False
+    cuda_stream_protocol = False
+
+    def __init__(self):
+        n = runtime.threads()
+        self.description = f"host CPU, {n} worker thread{'s' if n != 1 else ''}"
+        self.limits = Limits()
+        self.launch_entry = runtime.launch_entry()
+        self.entry_library = str(runtime.library_path())
+        self.inline_threads = runtime.inline_threads()
+        self.error_hook = runtime.error_hook
+
+    # ---------------------------------------------------------------- code
+    def compile(self, source, options, name_expressions, debug, origin, where) -> ModuleImage:
+        from ...errors import CompileError
+        from . import compiler
+        built = compiler.build(source, options, name_expressions, debug, origin, *where)
+        lines = built.meta.get("lines", {})
+        kernels = []
+        for lk in built.kernels:
+            names = built.meta["params"].get(lk.expr)
+            if names is None or len(names) != len(lk.params):
+                raise CompileError(
+                    f"kernel '{lk.expr}': the compiler reports {len(lk.params)} parameters "
+                    f"but the source declares {len(names) if names else 'no such kernel'}"
+                    f"{origin}", source=source, options=options)
+            params = tuple(ParamImage(name, ctype, size, align, kind)
+                           for (name, ctype), (size, align, kind) in zip(names, lk.params))
+            kernels.append(KernelImage(lk.expr, lk.symbol or lk.expr, params, lk.handle,
+                                       lines.get(lk.expr, 1)))
+        return ModuleImage(tuple(kernels), built.library, frozenset(built.meta["templates"]),
+                           path=built.path, options=options)
+
+    def global_address(self, image, name, symbol):
+        from .loader import global_variable
+        return global_variable(image.library, image.path, name)
+
+    # -------------------------------------------------------------- memory
+    def _no_device_memory(self, *args):
+        raise DeviceError("the CPU device's memory is host memory: NumPy allocates and "
+                          "copies it")
+
+    allocate = to_host = to_device = fill_bytes = _no_device_memory
+
+    def pointer_owner(self, address: int) -> int | None:
+        return None
+
+    # ------------------------------------------------------ streams, sync
+    @functools.cached_property
+    def _ops(self):
+        from .streams import CpuStreamOps
+        return CpuStreamOps()
+
+    def stream_ops(self):
+        return self._ops
+
+    def export_sync(self, stream) -> None:
+        """Work on the default stream has finished by the time a launch
+        returns, unless it was queued on a ql.Stream: nothing to wait for."""
+
+
+_backend: list[CpuBackend] = []
+
+
+def open(ordinal: int) -> CpuBackend:   # noqa: A001 - the registry's name
+    if ordinal != 0:
+        raise DeviceError(f"device 'cpu:{ordinal}': there is one CPU device, 'cpu'")
+    if not _backend:
+        _backend.append(CpuBackend())
+    return _backend[0]
+
+
+def usable() -> bool:
+    return True
+
+
+
+def toolchain() -> list[tuple[str, str]]:
+    """`quicklaunch info`'s compiler lines for this device."""
+    from ...errors import CompileError
+    from . import toolchain as tc
+    try:
+        c = tc.find_compiler()
+        return [("C++", f"{c.path}: {c.version}")]
+    except CompileError as exc:
+        return [("C++", f"none: {exc}")]
