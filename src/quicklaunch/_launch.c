@@ -9,110 +9,17 @@
  * No Python object is allocated on that path.
  *
  * Messages for bad input name the kernel, the parameter and the fix; they
- * are built only once a call has already failed. */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <structmember.h>
-#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
-#include <numpy/arrayobject.h>
-#include <numpy/arrayscalars.h>
-#include <float.h>
-#include <time.h>
-
-#include "_convert.h"
-#include "kinds.h" /* the type codes: enum ql_kind */
-
-#define QL_MAX_PARAMS 512
-#define QL_MAX_PARAM_BYTES 4096
-#define QL_CONFIG_CACHE_MAX 256
-
-typedef int (*ql_launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz,
-                            unsigned bx, unsigned by, unsigned bz, unsigned shared,
-                            void *stream, void **params, void **extra);
-
-/* Exceptions, registered from quicklaunch.errors at import. */
-static PyObject *LaunchError, *LaunchTypeError, *LaunchValueError, *LaunchOverflowError;
-
-typedef struct {
-    PyObject_HEAD
-    ql_launch_fn launch;
-    void *func;
-    uint32_t nparams, param_bytes;
-    uint8_t codes[QL_MAX_PARAMS];
-    uint16_t sizes[QL_MAX_PARAMS];
-    uint16_t offsets[QL_MAX_PARAMS];
-    int device_id;
-    int host_memory;          /* NumPy arrays and host buffers are device memory */
-    uint64_t inline_threads;  /* keep the GIL for launches this small */
-    uint32_t max_block[3], max_grid[3], max_threads, max_shared;
-    PyObject *name, *param_names, *device_name, *error_hook;
-    PyObject *configs;        /* dict: subscript key -> Launcher */
-    PyObject *last_key, *last_launcher;
-    /* k.launch(grid, block, ...) remembers the last grid and block objects
-     * it validated; the same objects again (constants, small ints) skip
-     * parsing and validation. */
-    PyObject *direct_grid, *direct_block;
-    uint32_t direct_dims[6];
-} KernelCore;
-
-typedef struct {
-    PyObject_HEAD
-    vectorcallfunc vectorcall;
-    KernelCore *kernel;
-    uint32_t grid[3], block[3], shared;
-    void *stream;
-    PyObject *stream_obj;
-    int release_gil;
-    PyMethodDef def;        /* the bound launch function's definition, named */
-} Launcher;                 /* after the kernel (see make_launcher) */
-
-typedef struct {
-    PyObject_HEAD
-    uintptr_t ptr;
-    Py_ssize_t nbytes;
-    int device_id;
-    char readonly;          /* a char: exposed as T_BOOL */
-    PyObject *owner;
-} BufferBase;
-
-static PyTypeObject KernelCoreType, LauncherType, BufferBaseType;
-
-/* ---------------------------------------------------------------- errors */
-
-static int arg_error(KernelCore *k, uint32_t i, PyObject *exc, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    PyObject *detail = PyUnicode_FromFormatV(fmt, ap);
-    va_end(ap);
-    if (detail) {
-        PyErr_Format(exc, "kernel '%U', parameter %u '%U': %U", k->name, i + 1,
-                     PyTuple_GET_ITEM(k->param_names, i), detail);
-        Py_DECREF(detail);
-    }
-    return -1;
-}
-
-/* A kind as messages show it: its C spelling where kinds.h gives one, else
- * its name; "?" for a code kinds.h does not have. */
-static const char *kind_text(uint8_t code) {
-#define QL_NAME_ROW(tag, code, name) [code] = name,
-#define QL_SPELLING_ROW(tag, text) [QL_KIND_##tag] = text,
-    static const char *const names[QL_KIND_COUNT] = {QL_KINDS(QL_NAME_ROW)};
-    static const char *const spellings[QL_KIND_COUNT] = {QL_KIND_C_SPELLINGS(QL_SPELLING_ROW)};
-#undef QL_NAME_ROW
-#undef QL_SPELLING_ROW
-    if (code >= QL_KIND_COUNT) return "?";
-    return spellings[code] ? spellings[code] : names[code] ? names[code] : "?";
-}
-
-static int wrong_kind(KernelCore *k, uint32_t i, PyObject *o, const char *wanted) {
-    return arg_error(k, i, LaunchTypeError, "expects %s (C type %s), got %.100s",
-                     wanted, kind_text(k->codes[i]), Py_TYPE(o)->tp_name);
-}
+ * are built only once a call has already failed.
+ *
+ * One translation unit in parts, each using only the parts before it (the
+ * order is listed in _launch_core.h): the shared structs, the Buffer type
+ * and the slow readers of pointer arguments above; the Launcher and
+ * KernelCore types, which call into the fast path, below it. */
+#include "_launch_core.h"
+#include "_launch_buffer.h"
+#include "_launch_pointers.h" /* and, through it, _launch_interop.h */
 
 /* -------------------------------------------------------------- pointers */
-
-#include "_launch_pointers.h"
 
 static inline int pack_pointer(KernelCore *k, uint32_t i, PyObject *o, void **out,
                                pack_ctx *c) {
@@ -516,9 +423,8 @@ static PyObject *launcher_vectorcall_entry(PyObject *self, PyObject *const *args
     return launcher_vectorcall(self, args, nargsf, kwnames);
 }
 
-#include "_launch_types.h"
 #include "_launch_launcher.h"
-#include "_launch_buffer.h"
+#include "_launch_types.h"
 
 /* -------------------------------------------------------------- module */
 

@@ -1,6 +1,11 @@
-/* quicklaunch._launch, part 3: the Buffer base type, device memory as the
- * launcher reads it (address, size, device id, read-only flag, owner).
- * Included once, by _launch.c. */
+/* quicklaunch._launch: the Buffer base type, device memory as the launcher
+ * reads it (address, size, device id, read-only flag, owner). The struct is
+ * in _launch_core.h; the fast path reads it directly. Included once, by
+ * _launch.c. */
+#ifndef QL_LAUNCH_BUFFER_H
+#define QL_LAUNCH_BUFFER_H
+
+#include "_launch_core.h"
 
 static int buffer_init(PyObject *self, PyObject *args, PyObject *kw) {
     BufferBase *b = (BufferBase *)self;
@@ -56,3 +61,5 @@ static PyTypeObject BufferBaseType = {
     .tp_clear = buffer_clear,
     .tp_members = buffer_members,
 };
+
+#endif /* QL_LAUNCH_BUFFER_H */

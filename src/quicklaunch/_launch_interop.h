@@ -9,7 +9,13 @@
  *   2. `__cuda_array_interface__` (CuPy, Numba, JAX, cuda.core, ...),
  *   3. `__dlpack__()` (anything that speaks DLPack).
  * Which one a type offers is remembered per type, so a loop over launches
- * asks each argument's type once. */
+ * asks each argument's type once. The array must be on the kernel's device
+ * as DLPack names it (KernelCore's dlpack_type and dlpack_ordinal, given
+ * by the backend); nothing here decodes device ids. */
+#ifndef QL_LAUNCH_INTEROP_H
+#define QL_LAUNCH_INTEROP_H
+
+#include "_launch_core.h"
 
 /* ---------------------------------------------------------------- DLPack */
 typedef struct { int32_t device_type, device_id; } QLDLDevice;
@@ -28,10 +34,8 @@ typedef struct QLDLManagedTensor {
     void (*deleter)(struct QLDLManagedTensor *self);
 } QLDLManagedTensor;
 
+/* DLPack device types (dlpack.h's DLDeviceType). */
 enum { QL_DL_CPU = 1, QL_DL_CUDA = 2, QL_DL_ROCM = 10, QL_DL_CUDA_MANAGED = 13 };
-/* Device ids (devices.py): cuda:N is 0x100 + N, hip:N 0x200 + N. */
-#define QL_GPU_ORDINAL(id) ((id) & 0xff)
-#define QL_IS_HIP(id) (((id) >> 8) == 2)
 
 static int compact(int32_t ndim, const int64_t *shape, const int64_t *strides) {
     if (!strides) return 1;
@@ -144,7 +148,7 @@ static int via_data_ptr(KernelCore *k, uint32_t i, PyObject *o, void **out) {
     long ordinal = PyLong_AsLong(dev);
     Py_DECREF(dev);
     if (ordinal == -1 && PyErr_Occurred()) return -1;
-    if (ordinal != QL_GPU_ORDINAL(k->device_id))
+    if (ordinal != k->dlpack_ordinal)
         return arg_error(k, i, LaunchValueError, "the %.100s lives on cuda:%ld, the kernel on "
                          "%U; move it to the kernel's device", Py_TYPE(o)->tp_name, ordinal,
                          k->device_name);
@@ -217,11 +221,10 @@ static int via_dlpack(KernelCore *k, uint32_t i, PyObject *o, void **out) {
                        "'dltensor' capsule", Py_TYPE(o)->tp_name);
     } else {
         const QLDLTensor *x = &t->dl_tensor;
-        int gpu = QL_IS_HIP(k->device_id)
-                      ? x->device.device_type == QL_DL_ROCM
-                      : x->device.device_type == QL_DL_CUDA ||
-                            x->device.device_type == QL_DL_CUDA_MANAGED;
-        if (!gpu || x->device.device_id != QL_GPU_ORDINAL(k->device_id))
+        /* managed memory of a CUDA device is that device's memory too */
+        int type = x->device.device_type == QL_DL_CUDA_MANAGED ? QL_DL_CUDA
+                                                               : x->device.device_type;
+        if (type != k->dlpack_type || x->device.device_id != k->dlpack_ordinal)
             rc = arg_error(k, i, LaunchValueError, "the %.100s lives on DLPack device (%d, %d), "
                            "not on the kernel's device %U; move it there first",
                            Py_TYPE(o)->tp_name, x->device.device_type, x->device.device_id,
@@ -246,3 +249,5 @@ static int pointer_from_device_array(KernelCore *k, uint32_t i, PyObject *o, voi
     default: return 1;
     }
 }
+
+#endif /* QL_LAUNCH_INTEROP_H */

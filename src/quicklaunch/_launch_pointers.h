@@ -1,33 +1,12 @@
 /* quicklaunch._launch: pointer arguments from every source other than the
  * two the hot loop handles inline (a C-contiguous ndarray, a ql Buffer):
- * ints and None, ctypes pointers, the buffer protocol, __array_interface__.
+ * ints and None, ctypes pointers, the buffer protocol, __array_interface__;
+ * for a GPU kernel, other libraries' device arrays (_launch_interop.h).
  * Included once, by _launch.c; runs only when the fast checks miss. */
+#ifndef QL_LAUNCH_POINTERS_H
+#define QL_LAUNCH_POINTERS_H
 
-/* What the slow path must keep until the launch returns: buffer views of
- * buffer-protocol arguments (a bytearray cannot be resized while exported),
- * or, when that is not enough, the GIL itself. */
-#define QL_MAX_VIEWS 8
-typedef struct {
-    Py_buffer views[QL_MAX_VIEWS];
-    int nviews;
-    int hold_gil;
-} pack_ctx;
-
-static void release_views(pack_ctx *c) {
-    while (c->nviews > 0) PyBuffer_Release(&c->views[--c->nviews]);
-}
-
-/* An address from a Python int (or __index__ object): 0 .. 2**64 - 1. */
-static int address_from_int(PyObject *o, void **out) {
-    PyObject *idx = PyNumber_Index(o);
-    if (!idx) return -1;
-    unsigned long long p = PyLong_AsUnsignedLongLong(idx);
-    Py_DECREF(idx);
-    if (p == (unsigned long long)-1 && PyErr_Occurred()) return -1;
-    *out = (void *)(uintptr_t)p;
-    return 0;
-}
-
+#include "_launch_core.h"
 #include "_launch_interop.h"
 
 static int pointer_from_buffer_protocol(KernelCore *k, uint32_t i, PyObject *o, void **out,
@@ -182,3 +161,4 @@ static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out, pack
     return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
 }
 
+#endif /* QL_LAUNCH_POINTERS_H */

@@ -1,8 +1,8 @@
-/* quicklaunch._launch, part 2: the object types. Construction, validation
- * of launch configurations, the per-configuration Launcher cache and the
- * Buffer base type. Included once, by _launch.c. Nothing here runs per call
- * on the configured-launcher path. The Launcher type object itself is in
- * _launch_launcher.h, included right after this file. */
+/* quicklaunch._launch: the KernelCore type. Construction, validation of
+ * launch configurations and the per-configuration Launcher cache. Included
+ * once, by _launch.c, after the fast path (do_launch, pack_args) it calls
+ * and after _launch_launcher.h (the Launcher type object make_launcher
+ * builds). Nothing here runs per call on the configured-launcher path. */
 
 /* ------------------------------------------------------ configurations */
 
@@ -211,21 +211,21 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
     static char *names[] = {"name", "param_names", "codes", "sizes", "aligns", "launch",
                             "func", "device_id", "device_name", "host_memory",
                             "inline_threads", "max_block", "max_grid", "max_threads",
-                            "max_shared", "error_hook", NULL};
+                            "max_shared", "error_hook", "dlpack_device", NULL};
     PyObject *name, *pnames, *sizes, *aligns, *dname, *mb, *mg, *hook;
     Py_buffer codes;
     unsigned long long launch, func, inline_threads;
-    int device_id, host_memory;
+    int device_id, host_memory, dlpack_type = 1, dlpack_ordinal = 0; /* kDLCPU, 0 */
     unsigned int max_threads, max_shared;
     if (k->launch) {
         PyErr_SetString(PyExc_RuntimeError, "KernelCore is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!y*OOKKiUpKOOIIO", names, &name,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!y*OOKKiUpKOOIIO|$(ii)", names, &name,
                                      &PyTuple_Type, &pnames, &codes, &sizes, &aligns,
                                      &launch, &func, &device_id, &dname, &host_memory,
                                      &inline_threads, &mb, &mg, &max_threads, &max_shared,
-                                     &hook))
+                                     &hook, &dlpack_type, &dlpack_ordinal))
         return -1;
     Py_ssize_t n = codes.len;
     int rc = -1;
@@ -241,6 +241,12 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
     }
     if (!launch || !PyCallable_Check(hook)) {
         PyErr_SetString(PyExc_ValueError, "a backend launch entry and error hook are required");
+        goto done;
+    }
+    if (dlpack_type < 1 || dlpack_ordinal < 0) {
+        PyErr_Format(PyExc_ValueError, "dlpack_device must be (DLPack device type, ordinal) "
+                     "with a type >= 1 and an ordinal >= 0, got (%d, %d)", dlpack_type,
+                     dlpack_ordinal);
         goto done;
     }
     size_t off = 0;
@@ -298,6 +304,8 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
     k->param_bytes = (uint32_t)off;
     k->func = (void *)(uintptr_t)func;
     k->device_id = device_id;
+    k->dlpack_type = dlpack_type;
+    k->dlpack_ordinal = dlpack_ordinal;
     k->host_memory = host_memory;
     k->inline_threads = inline_threads;
     k->max_threads = max_threads;

@@ -1,0 +1,149 @@
+/* quicklaunch._launch: what every part of the launcher shares. The limits
+ * of a parameter block, the three object structs (KernelCore, Launcher,
+ * BufferBase), the launch exceptions and the messages built from them, and
+ * the two helpers every reader of pointer arguments uses (pack_ctx, which
+ * pins what a launch borrows, and address_from_int).
+ *
+ * The parts of the one translation unit, each using only those before it:
+ *   _launch_core.h      this file
+ *   _launch_buffer.h    the Buffer base type
+ *   _launch_interop.h   GPU kernels' pointers from other libraries' arrays;
+ *                       DLPack capsules of ql buffers
+ *   _launch_pointers.h  pointers from every other source (ints, ctypes, the
+ *                       buffer protocol, __array_interface__)
+ *   _launch.c           the fast path: packing, the launch, hooks; and, at
+ *                       its end, the module
+ *   _launch_launcher.h  the Launcher type (its call path is in _launch.c)
+ *   _launch_types.h     configurations and the KernelCore type
+ * Included once, by _launch.c (and by the part headers, for their own
+ * reading: the guard keeps it once). */
+#ifndef QL_LAUNCH_CORE_H
+#define QL_LAUNCH_CORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
+#include <numpy/arrayscalars.h>
+#include <float.h>
+#include <time.h>
+
+#include "_convert.h"
+#include "kinds.h" /* the type codes: enum ql_kind */
+
+#define QL_MAX_PARAMS 512
+#define QL_MAX_PARAM_BYTES 4096
+#define QL_CONFIG_CACHE_MAX 256
+
+typedef int (*ql_launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz,
+                            unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                            void *stream, void **params, void **extra);
+
+/* Exceptions, registered from quicklaunch.errors at import. */
+static PyObject *LaunchError, *LaunchTypeError, *LaunchValueError, *LaunchOverflowError;
+
+typedef struct {
+    PyObject_HEAD
+    ql_launch_fn launch;
+    void *func;
+    uint32_t nparams, param_bytes;
+    uint8_t codes[QL_MAX_PARAMS];
+    uint16_t sizes[QL_MAX_PARAMS];
+    uint16_t offsets[QL_MAX_PARAMS];
+    int device_id;            /* the tag of this device's ql buffers (opaque) */
+    int host_memory;          /* NumPy arrays and host buffers are device memory */
+    uint64_t inline_threads;  /* keep the GIL for launches this small */
+    uint32_t max_block[3], max_grid[3], max_threads, max_shared;
+    /* The device as DLPack names it (kDLCUDA 2, ordinal 0, ...): what other
+     * libraries' arrays are checked against (_launch_interop.h). */
+    int32_t dlpack_type, dlpack_ordinal;
+    PyObject *name, *param_names, *device_name, *error_hook;
+    PyObject *configs;        /* dict: subscript key -> Launcher */
+    PyObject *last_key, *last_launcher;
+    /* k.launch(grid, block, ...) remembers the last grid and block objects
+     * it validated; the same objects again (constants, small ints) skip
+     * parsing and validation. */
+    PyObject *direct_grid, *direct_block;
+    uint32_t direct_dims[6];
+} KernelCore;
+
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    KernelCore *kernel;
+    uint32_t grid[3], block[3], shared;
+    void *stream;
+    PyObject *stream_obj;
+    int release_gil;
+    PyMethodDef def;        /* the bound launch function's definition, named */
+} Launcher;                 /* after the kernel (see make_launcher) */
+
+typedef struct {
+    PyObject_HEAD
+    uintptr_t ptr;
+    Py_ssize_t nbytes;
+    int device_id;
+    char readonly;          /* a char: exposed as T_BOOL */
+    PyObject *owner;
+} BufferBase;
+
+/* ---------------------------------------------------------------- errors */
+static int arg_error(KernelCore *k, uint32_t i, PyObject *exc, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    PyObject *detail = PyUnicode_FromFormatV(fmt, ap);
+    va_end(ap);
+    if (detail) {
+        PyErr_Format(exc, "kernel '%U', parameter %u '%U': %U", k->name, i + 1,
+                     PyTuple_GET_ITEM(k->param_names, i), detail);
+        Py_DECREF(detail);
+    }
+    return -1;
+}
+
+/* A kind as messages show it: its C spelling where kinds.h gives one, else
+ * its name; "?" for a code kinds.h does not have. */
+static const char *kind_text(uint8_t code) {
+#define QL_NAME_ROW(tag, code, name) [code] = name,
+#define QL_SPELLING_ROW(tag, text) [QL_KIND_##tag] = text,
+    static const char *const names[QL_KIND_COUNT] = {QL_KINDS(QL_NAME_ROW)};
+    static const char *const spellings[QL_KIND_COUNT] = {QL_KIND_C_SPELLINGS(QL_SPELLING_ROW)};
+#undef QL_NAME_ROW
+#undef QL_SPELLING_ROW
+    if (code >= QL_KIND_COUNT) return "?";
+    return spellings[code] ? spellings[code] : names[code] ? names[code] : "?";
+}
+
+static int wrong_kind(KernelCore *k, uint32_t i, PyObject *o, const char *wanted) {
+    return arg_error(k, i, LaunchTypeError, "expects %s (C type %s), got %.100s",
+                     wanted, kind_text(k->codes[i]), Py_TYPE(o)->tp_name);
+}
+
+/* ------------------------------------------------------- pointer helpers */
+/* What the slow path must keep until the launch returns: buffer views of
+ * buffer-protocol arguments (a bytearray cannot be resized while exported),
+ * or, when that is not enough, the GIL itself. */
+#define QL_MAX_VIEWS 8
+typedef struct {
+    Py_buffer views[QL_MAX_VIEWS];
+    int nviews;
+    int hold_gil;
+} pack_ctx;
+
+static void release_views(pack_ctx *c) {
+    while (c->nviews > 0) PyBuffer_Release(&c->views[--c->nviews]);
+}
+
+/* An address from a Python int (or __index__ object): 0 .. 2**64 - 1. */
+static int address_from_int(PyObject *o, void **out) {
+    PyObject *idx = PyNumber_Index(o);
+    if (!idx) return -1;
+    unsigned long long p = PyLong_AsUnsignedLongLong(idx);
+    Py_DECREF(idx);
+    if (p == (unsigned long long)-1 && PyErr_Occurred()) return -1;
+    *out = (void *)(uintptr_t)p;
+    return 0;
+}
+
+#endif /* QL_LAUNCH_CORE_H */
