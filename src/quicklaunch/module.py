@@ -52,7 +52,7 @@ class Kernel(_launch.KernelCore):
             host_memory=dev.host_memory, inline_threads=inline_threads,
             max_block=lim.max_block_dims, max_grid=lim.max_grid_dims,
             max_threads=lim.max_threads_per_block, max_shared=lim.max_shared_per_block,
-            error_hook=error_hook)
+            error_hook=error_hook, dlpack_device=dev.backend.dlpack_device)
         self.name = name
         self.lowered_name = lowered_name
         self._handle = handle
