@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "streams_internal.h"
+#include "streams.h"
 
 QL_EXPORT int ql_cpu_event_create(uint64_t *out) {
     pthread_mutex_lock(&lock);

@@ -1,13 +1,13 @@
 /* Graphs of the CPU device: a list of launches and event waits, built node
  * by node (and updated the same way), replayed with one call, destroyed
- * once no queued replay still uses it. */
+ * once no queued replay still uses it. The replay itself is work.c's
+ * run_graph: a stream's thread runs it too. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fault.h"
-#include "streams_internal.h"
+#include "streams.h"
 
 /* ---------------------------------------------------------------- build */
 QL_EXPORT int ql_cpu_graph_create(int n, uint64_t *out) {
@@ -84,41 +84,7 @@ QL_EXPORT int ql_cpu_graph_set_wait(uint64_t h, int i, uint64_t e) {
     return code;
 }
 
-/* --------------------------------------------------------------- replay */
-/* Replays a graph. Runs of small launches (one block, or few threads) go
- * straight to the kernels' run functions under one recovery point and one
- * error record: no per-launch checks, dims or guard, all done at build. */
-int run_graph(graph *g, char *message) {
-    ql_cpu_error err;
-    ql_guard guard;
-    volatile int at = 0;
-    if (__builtin_setjmp(guard.jump) == 0) {
-        for (; at < g->n; at = at + 1) {
-            node *w = &g->nodes[at];
-            if (w->kind == E_LAUNCH && w->nblocks) {
-                err.code = err.ready = 0;
-                w->run_dims.error = &err;
-                guard.kernel = w->k;
-                guard.dims = &w->run_dims;
-                ql_active_guard = &guard;
-                w->k->run(w->ptrs, &w->run_dims, 0, w->nblocks);
-                ql_active_guard = 0;
-                if (__atomic_load_n(&err.code, __ATOMIC_ACQUIRE)) break;
-                continue;
-            }
-            int status = run_node(w, message);
-            if (status) return status;
-        }
-    }
-    ql_active_guard = 0;
-    if (at >= g->n) return ST_OK;
-    while (!__atomic_load_n(&err.ready, __ATOMIC_ACQUIRE)) {}
-    const node *w = &g->nodes[at];
-    snprintf(message, MESSAGE_BYTES, "kernel '%s' (status %d): %s", w->k->expr, err.code,
-             err.message);
-    return err.code;
-}
-
+/* --------------------------------------------------------------- launch */
 /* Replays the graph: on the default stream (0) now, on the calling thread;
  * on a stream, as one queued entry. An event-wait node waits for the
  * event's latest record at the time of the replay (as a stream would). */
@@ -162,13 +128,6 @@ QL_EXPORT int ql_cpu_graph_launch(uint64_t h, uint64_t s) {
 }
 
 /* -------------------------------------------------------------- destroy */
-void free_graph(graph *g) {
-    for (int i = 0; i < g->n; ++i) free(g->nodes[i].ptrs);
-    free(g->nodes);
-    g->magic = 0;
-    free(g);
-}
-
 /* Frees the graph now, or when its queued replays are done. */
 QL_EXPORT int ql_cpu_graph_destroy(uint64_t h) {
     pthread_mutex_lock(&lock);

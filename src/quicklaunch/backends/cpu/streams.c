@@ -1,4 +1,7 @@
-/* Streams, events and graphs of the CPU device.
+/* Streams, events and graphs of the CPU device: how they behave. This file
+ * has the streams; events.c the events; graphs.c the building and launching
+ * of graphs; work.c what all three share (the lock, event records, running
+ * a queued launch or a graph replay).
  *
  * A stream is an in-order queue with a thread of its own that runs the
  * queued work through the same launch path as synchronous launches (so a
@@ -29,24 +32,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "streams_internal.h"
+#include "streams.h"
 
 /* --------------------------------------------------------- shared state */
 _Atomic uint64_t ql_async_pending;
 
-pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-pthread_cond_t progress = PTHREAD_COND_INITIALIZER; /* any entry finished */
 static stream streams[MAX_STREAMS];
-event *events[MAX_EVENTS];
-uint32_t next_gen = 1;
-
-static uint64_t now_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 int blocking(void) {
     static int value = -1;
@@ -66,74 +58,7 @@ stream *stream_of(uint64_t h) {
     return &streams[slot];
 }
 
-event *event_of(uint64_t h) {
-    uint64_t slot = (h & 0xffffffffu) - 1;
-    if (slot >= MAX_EVENTS || !events[slot] || !events[slot]->in_use ||
-        events[slot]->gen != (uint32_t)(h >> 32))
-        return NULL;
-    return events[slot];
-}
-
-/* ----------------------------------------------------------- running work */
-/* Copies a launch's parameters (each `params[i]` points at a value) into
- * one block laid out by the kernel's reflected sizes and alignments. */
-int copy_launch(node *w, const ql_cpu_kernel *k, const unsigned dims[6],
-                unsigned shared, void **params) {
-    uint32_t off = 0, n = k->nparams;
-    for (uint32_t i = 0; i < n; ++i) {
-        uint32_t a = k->params[i].align ? k->params[i].align : 1;
-        off = (off + a - 1) / a * a + k->params[i].size;
-    }
-    w->kind = E_LAUNCH;
-    w->k = k;
-    memcpy(w->dims, dims, sizeof w->dims);
-    w->shared = shared;
-    w->nparams = n;
-    w->nbytes = off;
-    w->ptrs = malloc(sizeof(void *) * (n ? n : 1) + off + 16);
-    if (!w->ptrs) return ST_OUT_OF_MEMORY;
-    w->bytes = (unsigned char *)(((uintptr_t)(w->ptrs + (n ? n : 1)) + 15) & ~(uintptr_t)15);
-    off = 0;
-    for (uint32_t i = 0; i < n; ++i) {
-        uint32_t a = k->params[i].align ? k->params[i].align : 1;
-        off = (off + a - 1) / a * a;
-        memcpy(w->bytes + off, params[i], k->params[i].size);
-        w->ptrs[i] = w->bytes + off;
-        off += k->params[i].size;
-    }
-    return ST_OK;
-}
-
-void wait_event_locked(event *ev, uint64_t seq) {
-    while (ev->done < seq) pthread_cond_wait(&progress, &lock);
-}
-
-void reach_event_locked(event *ev, uint64_t seq) {
-    if (seq > ev->done) {
-        ev->done = seq;
-        ev->time_ns = now_ns();
-    }
-    pthread_cond_broadcast(&progress);
-}
-
-/* Runs one piece of work without the lock; on failure writes "kernel 'x':
- * message" to `message` and returns the status. */
-int run_node(const node *w, char *message) {
-    if (w->kind == E_LAUNCH) {
-        int status = ql_cpu_launch_sync(w->k, w->dims, w->shared, w->ptrs);
-        if (status)
-            snprintf(message, MESSAGE_BYTES, "kernel '%s' (status %d): %s", w->k->expr, status,
-                     *ql_cpu_last_error_text() ? ql_cpu_last_error_text()
-                                               : "invalid launch configuration");
-        return status;
-    }
-    pthread_mutex_lock(&lock);
-    if (w->kind == E_RECORD) reach_event_locked(w->ev, w->ev_seq);
-    else wait_event_locked(w->ev, w->ev_seq);
-    pthread_mutex_unlock(&lock);
-    return ST_OK;
-}
-
+/* ----------------------------------------------------------- the threads */
 static void *stream_main(void *arg) {
     stream *s = arg;
     char message[MESSAGE_BYTES];

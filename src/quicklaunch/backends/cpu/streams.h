@@ -1,34 +1,57 @@
-/* Streams, events and graphs of the CPU device (streams.c), and the parts of
- * runtime.c they use. Internal to the runtime library. */
+/* Streams of the CPU device (streams.c): in-order queues, each with a
+ * thread of its own, and the slow half of the launch entry. Calls work.c
+ * and the pool; runtime.c (the launch entry), events.c and graphs.c call
+ * it. Internal to the runtime library. */
 #ifndef QL_CPU_STREAMS_H
 #define QL_CPU_STREAMS_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "include/ql_cpu_abi.h"
+#include "work.h"
 
-#define QL_HIDDEN __attribute__((visibility("hidden")))
+#define MAX_STREAMS 1024
+
+typedef struct entry {
+    struct entry *next;
+    node work;               /* kind, and a launch's copied parameters */
+    graph *g;                /* or a graph replay */
+} entry;
+
+typedef struct stream {
+    uint32_t gen;
+    int in_use, stop;
+    pthread_t thread;
+    pthread_cond_t work;
+    entry *head, *tail;
+    uint64_t queued, done;
+    int err_code;
+    char err_msg[MESSAGE_BYTES];
+} stream;
 
 /* Entries queued on any stream and not yet finished. A launch on the
  * default stream waits for it to reach zero first (CUDA's legacy default
- * stream); the fast path reads it once per launch. */
+ * stream); the launch entry reads it once per launch. */
 extern _Atomic uint64_t ql_async_pending QL_HIDDEN;
-
-/* A launch run now on the calling thread and the pool (runtime.c). */
-QL_HIDDEN int ql_cpu_launch_sync(const ql_cpu_kernel *k, const unsigned dims[6],
-                                 unsigned shared, void **params);
-
-/* Launches with at most this many CUDA threads run on the caller (runtime.c). */
-extern uint64_t ql_cpu_inline_threads;
-
-/* The calling thread's last-error message (runtime.c). */
-QL_HIDDEN void ql_cpu_set_last_error(const char *message);
-QL_HIDDEN const char *ql_cpu_last_error_text(void);
 
 /* The slow half of ql_cpu_launch: a launch on a stream, or on the default
  * stream while streams have work queued. */
 QL_HIDDEN int ql_cpu_launch_queued(const ql_cpu_kernel *k, const unsigned dims[6],
                                    unsigned shared, void *stream, void **params);
+
+/* QUICKLAUNCH_LAUNCH_BLOCKING is set: stream work waits for itself. */
+QL_HIDDEN int blocking(void);
+
+/* A stream handle's stream, or NULL (see event_of). Call with the lock held. */
+QL_HIDDEN stream *stream_of(uint64_t h);
+
+/* With the lock held: queue an entry on a stream; wait for one stream, or
+ * for every stream, to finish its queued work; hand the stream's kept
+ * failure to the caller (and forget it). */
+QL_HIDDEN void enqueue_locked(stream *s, entry *e);
+QL_HIDDEN void drain_locked(stream *s);
+QL_HIDDEN void drain_all_locked(void);
+QL_HIDDEN int take_error_locked(stream *s);
 
 #endif
