@@ -1,11 +1,11 @@
 /* quicklaunch._launch: pointer arguments for a GPU kernel from other
  * libraries' arrays, and DLPack capsules of quicklaunch's own buffers.
- * Included once, by _launch.c; runs only when the fast checks (ndarray, ql
- * Buffer) miss.
+ * Included once, by _launch_pointers.h (whose pointer_slow asks it); runs
+ * only when the fast checks (ndarray, ql Buffer) miss.
  *
  * An object is read through the first protocol it offers:
- *   1. `data_ptr()` with `is_contiguous()` and `device` (torch tensors: the
- *      cheapest question to ask them),
+ *   1. `data_ptr()` with `is_contiguous()`, `is_cuda` and `get_device()`
+ *      (torch tensors: the cheapest question to ask them),
  *   2. `__cuda_array_interface__` (CuPy, Numba, JAX, cuda.core, ...),
  *   3. `__dlpack__()` (anything that speaks DLPack).
  * Which one a type offers is remembered per type, so a loop over launches

@@ -100,8 +100,10 @@ static int parse_shared(KernelCore *k, PyObject *o, long long *out) {
     return 0;
 }
 
-/* A stream: None (the default stream), a raw int handle, or an object that
- * exports __cuda_stream__() -> (version, handle). */
+/* A stream: None (the default stream), a raw int handle, a ql.Stream
+ * (__ql_stream__() -> (device id, handle), which must be the kernel's
+ * device), or an object that exports __cuda_stream__() -> (version,
+ * handle). */
 static int parse_stream(KernelCore *k, PyObject *o, void **out) {
     *out = NULL;
     if (!o || o == Py_None) return 0;

@@ -36,7 +36,8 @@ class Built:
         self.path = path
         self.kernels = kernels       # [loader.LoadedKernel]
         self.meta = meta             # {"params": {expr: [[name, ctype], ...]},
-        #                               "templates": [...], "tier": 1}
+        #                               "lines": {expr: line}, "templates": [...],
+        #                               "tier": 1}
 
 
 _EXTERN_SHARED = re.compile(

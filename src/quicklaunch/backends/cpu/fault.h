@@ -2,9 +2,10 @@
  * raised while a kernel runs becomes a launch error naming the kernel's
  * thread and the address, and the thread that ran the kernel carries on.
  *
- * Every call of a kernel module's run function goes through ql_run_guarded:
- * it marks a recovery point (__builtin_setjmp: three stores) and publishes
- * it in thread-local storage. The handler (fault.c) finds it there, records
+ * Every call of a kernel module's run function runs under a recovery point:
+ * ql_run_guarded marks one (__builtin_setjmp: three stores) and publishes it
+ * in thread-local storage; a graph replay (work.c's run_graph) marks one for
+ * a whole run of small launches. The handler (fault.c) finds it there, records
  * the error in the launch's error record and jumps back to it; a signal on a
  * thread that is not running a kernel goes to whatever handler was installed
  * before quicklaunch's, or kills the process as it would have. */
@@ -21,6 +22,10 @@ typedef struct ql_guard {
     const ql_cpu_dims *dims;
 } ql_guard;
 
+/* Initial-exec TLS: a plain %fs-relative access, no __tls_get_addr call. A
+ * dlopen'ed library gets it from the C library's small static TLS reserve,
+ * so the runtime's thread-local state stays a few words (larger per-thread
+ * data, such as the last error's message, is allocated). */
 #define QL_TLS __attribute__((tls_model("initial-exec")))
 extern __thread ql_guard *ql_active_guard QL_TLS;
 extern __thread int ql_thread_ready QL_TLS;

@@ -2,7 +2,9 @@
 
 Found once per process: ``$CXX`` (which may carry flags), else ``g++``, else
 ``clang++``. Its identity (resolved path and ``--version`` banner) is part of
-every cache key, so upgrading the compiler recompiles.
+every cache key, so upgrading the compiler recompiles. Also here: the command
+lines of a build and of the preprocessor-only scan, running them, and the
+CompileError of a run that failed (:func:`compile_error`, for both).
 """
 from __future__ import annotations
 

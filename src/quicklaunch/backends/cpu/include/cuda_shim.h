@@ -4,8 +4,10 @@
  * compiler (C++17, g++ or clang++) builds into a shared object. It defines
  * the execution-space qualifiers, the thread-coordinate variables, vector
  * types, __half / __nv_bfloat16, CUDA's math functions and intrinsics, and
- * real atomics. Barriers, warp functions and cooperative groups are not
- * here (tier 1: a block's threads run as a plain loop).
+ * real atomics. Barriers and warp functions (ql_fibers.h, ql_warp.h) are
+ * added only in tier-2 builds (QL_TIER2); in tier 1 a block's threads run
+ * as a plain loop. Cooperative groups are cooperative_groups.h, which user
+ * code includes.
  *
  * Kept light for compile latency: only C library headers, no <iostream>,
  * <atomic> or <type_traits>. (In C++, libstdc++'s <math.h> is its <cmath>,
@@ -16,8 +18,13 @@
  * __CUDACC__ and __CUDA_ARCH__ are deliberately not defined (user code uses
  * them to select GPU-only paths); QUICKLAUNCH_CPU and __QUICKLAUNCH__ are.
  *
- * Macros that change the build:
+ * Macros that change the build (the compiler driver, backends/cpu/, sets
+ * all but the last):
  *   QL_DEBUG              kernels are out-of-line, kept functions (for gdb);
+ *   QL_TIER2              every CUDA thread is a fiber (barriers, warps);
+ *   QL_ABORTS             the module can stop a thread (assert, __trap), so
+ *                         tier 1 sets up a way back (ql_cpu_export.h);
+ *   QL_SCAN_KERNELS       the preprocessor-only scan: __global__ is kept;
  *   QL_NO_BUILTIN_VARS    omit threadIdx, blockIdx, blockDim, gridDim. */
 #ifndef QL_CUDA_SHIM_H
 #define QL_CUDA_SHIM_H
@@ -60,7 +67,7 @@
 #define __grid_constant__
 #define __device_builtin__
 #define __cudart_builtin__
-/* One block runs at a time per worker thread in tier 1. In an inline or
+/* One block runs at a time per worker thread, in either tier. In an inline or
  * template kernel these statics are vague-linkage (GNU-unique) symbols,
  * shared by every module of the process that has the same kernel, unless
  * the module is compiled with -fvisibility=hidden. */
@@ -86,7 +93,8 @@
 #include "ql_vector_types.h"
 
 /* ------------------------------------------------- thread coordinates */
-/* Assigned by the runtime's generated loop around the kernel body. */
+/* Assigned by the module's block loop around the kernel body
+ * (ql_cpu_export.h), per fiber in tier 2 (ql_fibers.h). */
 #ifndef QL_NO_BUILTIN_VARS
 static thread_local uint3 threadIdx __attribute__((unused));
 static thread_local uint3 blockIdx __attribute__((unused));

@@ -11,10 +11,11 @@
  * and starts the next pass. If nothing can be resolved, the block is
  * deadlocked: a LaunchError names the block and what each thread waits for.
  *
- * Switching saves six registers and swaps stacks (x86-64 assembly below; a
- * ucontext fallback elsewhere), with no system call. Stacks are mmap'd once
- * per worker, QUICKLAUNCH_CPU_STACK bytes each (default 64 KiB), with a
- * PROT_NONE guard page below each. */
+ * Switching saves six registers and swaps stacks, with no system call
+ * (x86-64 assembly below; elsewhere a ucontext fallback, whose swapcontext
+ * makes one and which uses only the top 16 KiB of each stack). Stacks are
+ * mmap'd once per worker, QUICKLAUNCH_CPU_STACK bytes each (default 64 KiB),
+ * with a PROT_NONE guard page below each. */
 #ifndef QL_FIBERS_H
 #define QL_FIBERS_H
 
