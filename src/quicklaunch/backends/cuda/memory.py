@@ -10,7 +10,7 @@ from ctypes import byref, c_uint64, c_void_p
 
 import numpy as np
 
-from ..gpu_memory import DeviceAllocation
+from ..gpu.memory import DeviceAllocation
 
 
 class Allocation(DeviceAllocation):

@@ -1,7 +1,7 @@
-"""The device-memory allocation pattern the GPU backends (cuda/, hip/)
-share: an object that owns ``nbytes`` at ``ptr`` and frees it when the last
-reference goes. Each backend's ``memory.Allocation`` says how to allocate
-and free (the driver calls and their pointer types differ)."""
+"""Device memory as the GPU backends (cuda/, hip/) hold it: an object that
+owns ``nbytes`` at ``ptr`` and frees it when the last reference goes. Each
+backend's ``memory.Allocation`` says how to allocate and free (the driver
+calls and their pointer types differ)."""
 from __future__ import annotations
 
 import sys
