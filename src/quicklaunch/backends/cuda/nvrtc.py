@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 from ...cache import cache_key
 from ...errors import CacheError, CompileError
-from ..rtc_common import find_library, open_library
+from ..gpu.library import LibrarySearch
 
 __all__ = ["Nvrtc", "Result", "load", "reset", "candidates", "arch_for", "INSTALL_HINT",
            "COMPILATION"]
@@ -35,6 +35,8 @@ INSTALL_HINT = ("install it with: pip install 'quicklaunch[cuda]' (the nvidia-cu
                 "of libnvrtc")
 SUCCESS, COMPILATION = 0, 6
 _ARCH = re.compile(r"(sm|compute)_(\d+)([af]?)")
+_SEARCH = LibrarySearch("QUICKLAUNCH_NVRTC", "NVRTC", "the CUDA runtime compiler", "libnvrtc",
+                        "compile for CUDA GPUs", INSTALL_HINT)
 _lock = threading.RLock()
 _loaded: "Nvrtc | None" = None
 
@@ -228,25 +230,14 @@ class Nvrtc:
         return [f"-I{path}", f"-I{os.path.join(path, 'cccl')}"]
 
 
-def _open(path: str) -> Nvrtc:
-    return open_library(Nvrtc, path)
-
-
 def load() -> Nvrtc:
     """The process's NVRTC, opened on first use; CompileError if none loads."""
     global _loaded
-    if _loaded is not None:
-        return _loaded
-    with _lock:
-        if _loaded is None:
-            _loaded = find_library(
-                "QUICKLAUNCH_NVRTC", _open, candidates,
-                lambda value, exc: (f"QUICKLAUNCH_NVRTC={value} could not be loaded as NVRTC "
-                                    f"({exc}); point it at libnvrtc, unset it, or "
-                                    f"{INSTALL_HINT}"),
-                lambda detail: (f"NVRTC (the CUDA runtime compiler) was not found{detail}. "
-                                f"To compile for CUDA GPUs, {INSTALL_HINT}"))
-        return _loaded
+    if _loaded is None:
+        with _lock:
+            if _loaded is None:
+                _loaded = _SEARCH.find(Nvrtc, candidates)
+    return _loaded
 
 
 def arch_for(capability: tuple[int, int]) -> str:

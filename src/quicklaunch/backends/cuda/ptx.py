@@ -1,6 +1,7 @@
 """Reading what NVRTC left in PTX text: each ``.entry``'s parameter list, the
-reflection tables that ql_reflect.cuh asked the compiler to emit, and the
-cross-check of one against the other.
+words of the reflection tables that ql_reflect.cuh asked the compiler to
+emit (decoded by gpu/reflect.py), and the cross-check of one against the
+other.
 
 An entry looks like (``.ptr [.global] .align N`` may follow a pointer's
 type: the alignment of what it points to)::
@@ -19,11 +20,10 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
-__all__ = ["PtxParam", "entries", "global_words", "decode_table", "check",
-           "MAGIC", "VERSION", "ReflectError"]
+from ..gpu.reflect import ReflectError, words
 
-MAGIC = 0x46524C51     # QL_REFLECT_MAGIC in ql_reflect.cuh
-VERSION = 1            # QL_REFLECT_VERSION
+__all__ = ["PtxParam", "entries", "global_words", "check", "ReflectError"]
+
 _ELEMENT = {"b8": 1, "u8": 1, "s8": 1, "b16": 2, "u16": 2, "s16": 2, "f16": 2, "bf16": 2,
             "b32": 4, "u32": 4, "s32": 4, "f32": 4, "f16x2": 4, "bf16x2": 4,
             "b64": 8, "u64": 8, "s64": 8, "f64": 8, "b128": 16}
@@ -31,10 +31,6 @@ _ENTRY = re.compile(r"\.entry\s+([\w$.]+)\s*\(([^)]*)\)")
 _ALIGN = re.compile(r"\.align\s+(\d+)")
 _TYPE = re.compile(r"\.(" + "|".join(sorted(_ELEMENT, key=len, reverse=True)) + r")\b")
 _NAME = re.compile(r"([\w$.]+)\s*(?:\[\s*(\d+)\s*\])?\s*$")
-
-
-class ReflectError(ValueError):
-    """The PTX lacks what reflection expects, or contradicts it."""
 
 
 class PtxParam(NamedTuple):
@@ -88,20 +84,7 @@ def global_words(ptx: str, name: str) -> list[int] | None:
         raise ReflectError(f"PTX initialiser of {name} has {len(values)} values for {count}")
     data = b"".join((v % (1 << (8 * element))).to_bytes(element, "little") for v in values)
     data += bytes(element * count - len(data))
-    data += bytes(-len(data) % 4)
-    return [int.from_bytes(data[i:i + 4], "little") for i in range(0, len(data), 4)]
-
-
-def decode_table(words: list[int], name: str) -> list[tuple[int, int, int]]:
-    """(size, align, kind) per parameter from a reflection table."""
-    if len(words) < 6 or words[0] != MAGIC:
-        raise ReflectError(f"{name} is not a quicklaunch reflection table")
-    if words[1] != VERSION:
-        raise ReflectError(f"{name} has table version {words[1]}, expected {VERSION}")
-    n = words[2]
-    if len(words) != 3 * n + 6:
-        raise ReflectError(f"{name} holds {len(words)} words for {n} parameters")
-    return [tuple(words[3 + 3 * i:6 + 3 * i]) for i in range(n)]
+    return words(data + bytes(-len(data) % 4))
 
 
 def check(kernel: str, reflected: list[tuple[int, int, int]],

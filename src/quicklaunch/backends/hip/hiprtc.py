@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass, field
 
 from ...errors import CompileError
-from ..rtc_common import find_library, open_library
+from ..gpu.library import LibrarySearch
 
 __all__ = ["Hiprtc", "Result", "load", "reset", "candidates", "INSTALL_HINT", "COMPILATION"]
 
@@ -36,6 +36,8 @@ INSTALL_HINT = ("install ROCm (https://rocm.docs.amd.com), or on Debian 12 / Ubu
                 "QUICKLAUNCH_HIPRTC to the path of libhiprtc.so (or libamdhip64.so)")
 SUCCESS, COMPILATION = 0, 6
 _ARCH = re.compile(r"gfx[0-9a-f]{1,5}(?:-[0-9a-f]+)*(?:-generic)?(?::[a-z_]+[+-])*")
+_SEARCH = LibrarySearch("QUICKLAUNCH_HIPRTC", "hiprtc", "the HIP runtime compiler",
+                        "libhiprtc.so or libamdhip64.so", "compile for AMD GPUs", INSTALL_HINT)
 _lock = threading.RLock()
 _loaded: "Hiprtc | None" = None
 _MULTIARCH = ("x86_64-linux-gnu", "aarch64-linux-gnu", "powerpc64le-linux-gnu")
@@ -167,25 +169,14 @@ def _comgr_isas(hiprtc_path: str) -> tuple[str, str, tuple[str, ...]]:
                   f"could not be opened ({'; '.join(tried)})")
 
 
-def _open(path: str) -> Hiprtc:
-    return open_library(Hiprtc, path)
-
-
 def load() -> Hiprtc:
     """The process's hiprtc, opened on first use; CompileError if none loads."""
     global _loaded
-    if _loaded is not None:
-        return _loaded
-    with _lock:
-        if _loaded is None:
-            _loaded = find_library(
-                "QUICKLAUNCH_HIPRTC", _open, candidates,
-                lambda value, exc: (f"QUICKLAUNCH_HIPRTC={value} could not be loaded as "
-                                    f"hiprtc ({exc}); point it at libhiprtc.so or "
-                                    f"libamdhip64.so, unset it, or {INSTALL_HINT}"),
-                lambda detail: (f"hiprtc (the HIP runtime compiler) was not found{detail}. "
-                                f"To compile for AMD GPUs, {INSTALL_HINT}"))
-        return _loaded
+    if _loaded is None:
+        with _lock:
+            if _loaded is None:
+                _loaded = _SEARCH.find(Hiprtc, candidates)
+    return _loaded
 
 
 def reset() -> None:

@@ -3,8 +3,8 @@ kernel's parameters, reflected by the compiler, cached on disk.
 
 The source is compiled as written, after the CUDA prelude (include/
 ql_hip_prelude.h; a ``#line`` directive keeps the user's line numbers) and
-followed by the same reflection tables as the CUDA device's
-(cuda/include/ql_reflect.cuh): one ``extern "C" __device__`` table per
+followed by the same reflection tables as the CUDA device's (gpu/reflect.py,
+gpu/include/ql_reflect.cuh): one ``extern "C" __device__`` table per
 kernel or name expression, initialised by the compiler. The tables are read
 back from the code object's data (elf.py) and cross-checked against the
 kernels' own metadata, the AMDGPU note (metadata.py); a disagreement is a
@@ -21,11 +21,12 @@ from pathlib import Path
 
 from ... import cache as cache_mod
 from ...errors import CompileError
-from ...signature import SignatureError, normalize_name, parse_kernels
-from ..cuda.program import (INCLUDE_DIR as CUDA_INCLUDE, KernelInfo, ParamInfo, _KernelTable,
-                            _base, _expressions, _params, _prelude)
-from ..cuda import ptx
-from .. import rtc_common
+from ..gpu import compile_cache, expressions, kernel_table, reflect
+from ..gpu.arguments import check_compile_args
+from ..gpu.diagnostics import LogStyle
+from ..gpu.headers import headers as gpu_headers
+from ..gpu.kernel_table import KernelInfo, ParamInfo
+from ..gpu.reflect import REFLECT_FILE
 from . import elf, hiprtc, metadata
 from .worker import CompilerCrash
 
@@ -33,7 +34,6 @@ __all__ = ["Program", "KernelInfo", "ParamInfo", "compile", "wave_size"]
 
 FORMAT = "hip-program-1"
 FILENAME = "kernel.cu"
-REFLECT_FILE = "<quicklaunch reflection>"
 ADDRESS_FILE = "<quicklaunch kernel addresses>"
 INCLUDE_DIR = Path(__file__).parent / "include"
 DEFAULT_STD = "-std=c++17"
@@ -42,8 +42,10 @@ _PRELUDE_ERROR = re.compile(r"error: static assertion failed[^\n]*?: (quicklaunc
 _CRASH_HINTS = {   # what LLVM says -> what the source did
     "GlobalTLSAddress": ": the source uses thread_local, which device code cannot have",
 }
+_LOG = LogStyle(r"^" + re.escape(FILENAME) + r":(\d+):(\d+): ", r"line \1, column \2: ",
+                r"^(?:" + re.escape(REFLECT_FILE) + "|" + re.escape(ADDRESS_FILE)
+                + r"):(\d+):\d+: ")
 _cache = cache_mod.CompileCache()
-_headers: dict[str, str] | None = None
 
 
 class Program:
@@ -58,25 +60,14 @@ class Program:
         self.name_expressions = tuple(name_expressions)
         self.code_object: bytes = code_object
         self.log: str = log
-        self.kernels: dict[str, KernelInfo] = _KernelTable((k.name, k) for k in kernels)
+        self.kernels: dict[str, KernelInfo] = kernel_table.KernelTable(
+            (k.name, k) for k in kernels)
         self.wave_size: int = wave
         self.from_cache = from_cache
 
     def __repr__(self) -> str:
         return (f"<quicklaunch.hip.Program {self.arch} (wave{self.wave_size}): "
                 f"{len(self.kernels)} kernels, code object {len(self.code_object)} bytes>")
-
-
-def _include_headers() -> dict[str, str]:
-    """The headers handed to hiprtc in memory: the prelude, CUDA stand-ins
-    and ql_reflect.cuh (shared with the CUDA device)."""
-    global _headers
-    if _headers is None:
-        found = {p.relative_to(INCLUDE_DIR).as_posix(): p.read_text()
-                 for p in sorted(INCLUDE_DIR.rglob("*")) if p.is_file()}
-        found["ql_reflect.cuh"] = (CUDA_INCLUDE / "ql_reflect.cuh").read_text()
-        _headers = found
-    return _headers
 
 
 def wave_size(arch: str, options=()) -> int:
@@ -105,13 +96,7 @@ def _error(what, log, source, options, command, exprs=()) -> CompileError:
     ours = _PRELUDE_ERROR.search(log)
     if ours:   # the prelude refused a CUDA construct: say that first
         what = f"{what}: {ours.group(1)}"
-    shown = rtc_common.truncate_log(log)
-    shown = re.sub(r"^" + re.escape(FILENAME) + r":(\d+):(\d+): ", r"line \1, column \2: ",
-                   shown, flags=re.M)
-    shown = rtc_common.name_reflection_rows(
-        shown, r"^(?:" + re.escape(REFLECT_FILE) + "|" + re.escape(ADDRESS_FILE)
-        + r"):(\d+):\d+: ", exprs)
-    return rtc_common.compile_error(what, shown, log, source, options, command)
+    return _LOG.error(what, log, source, options, command, exprs)
 
 
 def _reflection_errors(log: str, n: int) -> dict[int, bool] | None:
@@ -139,24 +124,20 @@ def _addresses(exprs: list[str]) -> str:
     return f"\n{rows}"
 
 
-def _check_args(source, options, name_expressions):
-    return rtc_common.check_compile_args(source, options, name_expressions, "CUDA/HIP C++",
-                                         r"--?(offload-arch|amdgpu-target|mcpu|march)\b")
-
-
 def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) -> Program:
     """Compile CUDA (or HIP) C++ ``source`` with hiprtc for ``arch``
     ("gfx90a", "gfx942", "gfx1100", ...). Kernels and their parameters are
     in ``.kernels``; template kernels only through ``name_expressions``."""
-    options, name_expressions = _check_args(source, options, name_expressions)
+    options, name_expressions = check_compile_args(
+        source, options, name_expressions, "CUDA/HIP C++",
+        r"--?(offload-arch|amdgpu-target|mcpu|march)\b")
     lib = hiprtc.load()
     problem = lib.arch_error(arch)
     if problem:
         raise CompileError(problem, source=source, options=options)
-    headers = _include_headers()
-    key = cache_mod.cache_key(FORMAT, source, "\0".join(options), "\0".join(name_expressions),
-                              arch, f"hiprtc {lib.version} {lib.path} comgr {lib.comgr_version}",
-                              *(f"{n}\0{t}" for n, t in headers.items()))
+    headers = gpu_headers(INCLUDE_DIR)
+    key = compile_cache.key(FORMAT, source, options, name_expressions, arch,
+                            f"hiprtc {lib.version} {lib.path} comgr {lib.comgr_version}", headers)
     prog = _load_cached(key, source, arch, options, name_expressions)
     if prog is None:
         prog = _compile(lib, key, source, arch, options, name_expressions, headers)
@@ -164,20 +145,14 @@ def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) 
 
 
 def _compile(lib, key, source, arch, options, name_expressions, headers) -> Program:
-    try:
-        decls = parse_kernels(source)
-    except SignatureError as exc:
-        raise CompileError(f"could not read the kernels' signatures: {exc}",
-                           source=source, options=options) from None
-    exprs = _expressions(decls, name_expressions)
-    given = {normalize_name(e) for e in name_expressions}
+    decls, exprs, given = expressions.to_reflect(source, options, name_expressions)
     std = [] if any(o.startswith(("-std=", "--std=", "-std ")) for o in options) else [DEFAULT_STD]
     full = [f"--offload-arch={arch}", *std, *options]
     command = ("hiprtc", *full)
     head = f'#include "ql_hip_prelude.h"\n#line 1 "{FILENAME}"\n'
 
     def run(exprs):
-        text = head + source + _prelude(exprs) + _addresses(exprs)
+        text = head + source + reflect.tables(exprs) + _addresses(exprs)
         try:
             return lib.compile(text, FILENAME, full, headers, [])
         except CompilerCrash as exc:
@@ -185,13 +160,13 @@ def _compile(lib, key, source, arch, options, name_expressions, headers) -> Prog
             raise _error(exc.headline + hint, exc.log, source, options, command, exprs) \
                 from None
 
-    result, exprs = rtc_common.compile_dropping_removed(
+    result, exprs = expressions.compile_dropping_removed(
         run, exprs, given, _reflection_errors, hiprtc.COMPILATION, "hiprtc", arch,
         lambda what, log, exprs: _error(what, log, source, options, command, exprs))
     try:
         code = elf.unbundle(result.code, arch)
         kernels = _reflect(code, decls, exprs)
-    except (elf.ElfError, metadata.MetadataError, ptx.ReflectError) as exc:
+    except (elf.ElfError, metadata.MetadataError, reflect.ReflectError) as exc:
         raise _error(f"kernel parameters could not be reflected: {exc}", result.log, source,
                      options, command, exprs) from None
     prog = Program(source, arch, options, name_expressions, code, result.log, kernels,
@@ -201,17 +176,16 @@ def _compile(lib, key, source, arch, options, name_expressions, headers) -> Prog
 
 
 def _reflect(code: bytes, decls, exprs) -> list[KernelInfo]:
+    """Each kernel's table, read from the code object's data and checked
+    against the kernel's metadata; its symbol is the target of its address row."""
     co = elf.CodeObject(code)
     table = metadata.kernels(co)
-    lines = {d.name: d.line for d in decls}
-    kernels = []
-    for i, e in enumerate(exprs):
-        data = co.symbol_bytes(f"__ql_reflect_{i}")
-        if data is None:
-            raise ptx.ReflectError(f"the reflection table of kernel '{e}' is not in the code "
-                                   f"object")
-        words = [int.from_bytes(data[j:j + 4], "little") for j in range(0, len(data) // 4 * 4, 4)]
-        layout = ptx.decode_table(words, f"the reflection table of kernel '{e}'")
+
+    def table_words(name):
+        data = co.symbol_bytes(name)
+        return None if data is None else reflect.words(data)
+
+    def resolve(i, e, layout):
         symbol = co.pointer_target(f"__ql_kernel_{i}")
         if symbol is None:
             raise metadata.MetadataError(f"the symbol of kernel '{e}' could not be found in "
@@ -220,14 +194,14 @@ def _reflect(code: bytes, decls, exprs) -> list[KernelInfo]:
             raise metadata.MetadataError(f"kernel '{e}' ({symbol}) is not among the code "
                                          f"object's kernels")
         metadata.check(e, layout, table[symbol])
-        kernels.append(KernelInfo(e, symbol, _params(decls, e, layout), lines.get(_base(e), 1)))
-    return kernels
+        return symbol
+    return reflect.kernels(decls, exprs, table_words, "the code object", resolve)
 
 
 def _store(key: str, prog: Program) -> None:
     meta = {"format": FORMAT, "arch": prog.arch, "log": prog.log, "wave": prog.wave_size,
-            "kernels": rtc_common.kernel_rows(prog.kernels.values())}
-    rtc_common.store_entry(_cache, "hip", key, meta, [(".co", prog.code_object)])
+            "kernels": kernel_table.to_rows(prog.kernels.values())}
+    compile_cache.store_entry(_cache, "hip", key, meta, [(".co", prog.code_object)])
 
 
 def _load_cached(key, source, arch, options, name_expressions) -> Program | None:
@@ -235,7 +209,7 @@ def _load_cached(key, source, arch, options, name_expressions) -> Program | None
         code = read(".co")
         if code is None:
             return None
-        kernels = rtc_common.kernels_from_rows(meta["kernels"], KernelInfo, ParamInfo)
         return Program(source, arch, options, name_expressions, code, str(meta["log"]),
-                       kernels, int(meta["wave"]), from_cache=True)
-    return rtc_common.load_entry(_cache, "hip", key, FORMAT, arch, build)
+                       kernel_table.from_rows(meta["kernels"]), int(meta["wave"]),
+                       from_cache=True)
+    return compile_cache.load_entry(_cache, "hip", key, FORMAT, arch, build)

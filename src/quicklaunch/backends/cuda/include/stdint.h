@@ -28,17 +28,6 @@ typedef long long intptr_t;
 typedef unsigned long long uintptr_t;
 typedef long long intmax_t;
 typedef unsigned long long uintmax_t;
-#define INT8_MIN (-128)
-#define INT16_MIN (-32767 - 1)
-#define INT32_MIN (-2147483647 - 1)
-#define INT64_MIN (-9223372036854775807LL - 1)
-#define INT8_MAX 127
-#define INT16_MAX 32767
-#define INT32_MAX 2147483647
-#define INT64_MAX 9223372036854775807LL
-#define UINT8_MAX 255
-#define UINT16_MAX 65535
-#define UINT32_MAX 4294967295U
-#define UINT64_MAX 18446744073709551615ULL
+#include "ql_int_limits.h"
 #endif
 #endif

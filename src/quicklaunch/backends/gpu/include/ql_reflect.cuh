@@ -1,12 +1,14 @@
-// Kernel parameter reflection for NVRTC compilations (quicklaunch.cuda).
+// Kernel parameter reflection for the GPU compilers: NVRTC (quicklaunch.cuda)
+// and hiprtc (quicklaunch.hip).
 //
 // quicklaunch appends, after the user's source, this header and one line per
 // kernel (or name expression) E:
 //     QL_REFLECT(__ql_reflect_<i>, E)
 // which defines a __device__ table initialised, by the compiler, with each
-// parameter's size, alignment and launcher type code (enum ql_kind in
-// ql_cpu_abi.h). The tables are read back from the PTX, so nothing about a
-// parameter's layout is guessed in Python.
+// parameter's size, alignment and kind (enum ql_kind of quicklaunch's one
+// kind table, kinds.h, handed to the compiler as ql_kinds.h). The tables are
+// read back from the compiled code (the PTX, or the AMDGPU code object's
+// data), so nothing about a parameter's layout is guessed in Python.
 //
 // Table layout (32-bit words): QL_REFLECT_MAGIC, QL_REFLECT_VERSION, nparams,
 // then (size, align, kind) per parameter, then a (0, 0, 0) sentinel row.
@@ -25,42 +27,36 @@
 #define QL_REFLECT(var, ...)
 #else
 
+#include "ql_kinds.h"
+
 #define QL_REFLECT_MAGIC 0x46524c51u  /* "QLRF" as little-endian bytes */
 #define QL_REFLECT_VERSION 1u
 
 namespace ql_reflect {
 
-enum ql_kind_code {
-    QL_K_PTR = 1, QL_K_PTR_CONST = 2,
-    QL_K_I8 = 3, QL_K_I16 = 4, QL_K_I32 = 5, QL_K_I64 = 6,
-    QL_K_U8 = 7, QL_K_U16 = 8, QL_K_U32 = 9, QL_K_U64 = 10,
-    QL_K_F16 = 11, QL_K_BF16 = 12, QL_K_F32 = 13, QL_K_F64 = 14,
-    QL_K_BOOL = 15, QL_K_STRUCT = 16, QL_K_INVALID = 17
-};
-
 template <class QlT> struct ql_is_const { enum { ql_value = 0 }; };
 template <class QlT> struct ql_is_const<const QlT> { enum { ql_value = 1 }; };
 
 // Integers: the width and signedness the compiler gives the type.
-template <unsigned QlSize, bool QlSigned> struct ql_int_kind { enum { ql_value = QL_K_STRUCT }; };
-template <> struct ql_int_kind<1, true> { enum { ql_value = QL_K_I8 }; };
-template <> struct ql_int_kind<2, true> { enum { ql_value = QL_K_I16 }; };
-template <> struct ql_int_kind<4, true> { enum { ql_value = QL_K_I32 }; };
-template <> struct ql_int_kind<8, true> { enum { ql_value = QL_K_I64 }; };
-template <> struct ql_int_kind<1, false> { enum { ql_value = QL_K_U8 }; };
-template <> struct ql_int_kind<2, false> { enum { ql_value = QL_K_U16 }; };
-template <> struct ql_int_kind<4, false> { enum { ql_value = QL_K_U32 }; };
-template <> struct ql_int_kind<8, false> { enum { ql_value = QL_K_U64 }; };
+template <unsigned QlSize, bool QlSigned> struct ql_int_kind { enum { ql_value = QL_KIND_STRUCT }; };
+template <> struct ql_int_kind<1, true> { enum { ql_value = QL_KIND_I8 }; };
+template <> struct ql_int_kind<2, true> { enum { ql_value = QL_KIND_I16 }; };
+template <> struct ql_int_kind<4, true> { enum { ql_value = QL_KIND_I32 }; };
+template <> struct ql_int_kind<8, true> { enum { ql_value = QL_KIND_I64 }; };
+template <> struct ql_int_kind<1, false> { enum { ql_value = QL_KIND_U8 }; };
+template <> struct ql_int_kind<2, false> { enum { ql_value = QL_KIND_U16 }; };
+template <> struct ql_int_kind<4, false> { enum { ql_value = QL_KIND_U32 }; };
+template <> struct ql_int_kind<8, false> { enum { ql_value = QL_KIND_U64 }; };
 
 // The kind of one parameter type; anything unrecognised by value is a struct.
 template <class QlT, bool QlEnum = __is_enum(QlT)> struct ql_kind_of {
-    enum { ql_value = QL_K_STRUCT };
+    enum { ql_value = QL_KIND_STRUCT };
 };
 template <class QlT> struct ql_kind_of<QlT, true> {   // enums travel as their underlying type
     enum { ql_value = ql_kind_of<__underlying_type(QlT)>::ql_value };
 };
 template <class QlT> struct ql_kind_of<QlT *, false> {
-    enum { ql_value = ql_is_const<QlT>::ql_value ? QL_K_PTR_CONST : QL_K_PTR };
+    enum { ql_value = ql_is_const<QlT>::ql_value ? QL_KIND_PTR_CONST : QL_KIND_PTR };
 };
 template <class QlT> struct ql_kind_of<const QlT, false> {   // cv-qualified: as the plain type
     enum { ql_value = ql_kind_of<QlT>::ql_value };
@@ -71,19 +67,19 @@ template <class QlT> struct ql_kind_of<volatile QlT, false> {
 template <class QlT> struct ql_kind_of<const volatile QlT, false> {
     enum { ql_value = ql_kind_of<QlT>::ql_value };
 };
-template <class QlT> struct ql_kind_of<QlT &, false> { enum { ql_value = QL_K_INVALID }; };
-template <class QlT> struct ql_kind_of<QlT &&, false> { enum { ql_value = QL_K_INVALID }; };
+template <class QlT> struct ql_kind_of<QlT &, false> { enum { ql_value = QL_KIND_INVALID }; };
+template <class QlT> struct ql_kind_of<QlT &&, false> { enum { ql_value = QL_KIND_INVALID }; };
 
 #define QL_REFLECT_KIND(type, code) \
     template <> struct ql_kind_of<type, false> { enum { ql_value = code }; };
-QL_REFLECT_KIND(bool, QL_K_BOOL)
-QL_REFLECT_KIND(float, QL_K_F32)
-QL_REFLECT_KIND(double, QL_K_F64)
+QL_REFLECT_KIND(bool, QL_KIND_BOOL)
+QL_REFLECT_KIND(float, QL_KIND_F32)
+QL_REFLECT_KIND(double, QL_KIND_F64)
 #if defined(__CUDA_FP16_H__)
-QL_REFLECT_KIND(__half, QL_K_F16)
+QL_REFLECT_KIND(__half, QL_KIND_F16)
 #endif
 #if defined(__CUDA_BF16_H__)
-QL_REFLECT_KIND(__nv_bfloat16, QL_K_BF16)
+QL_REFLECT_KIND(__nv_bfloat16, QL_KIND_BF16)
 #endif
 #undef QL_REFLECT_KIND
 #define QL_REFLECT_INT(type) \
