@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ... import kinds
 from . import msgpack
 from .elf import CodeObject, ElfError
 
-__all__ = ["KernelMeta", "ArgMeta", "kernels", "check", "MetadataError", "POINTER_KINDS"]
+__all__ = ["KernelMeta", "ArgMeta", "kernels", "check", "MetadataError"]
 
-POINTER_KINDS = (1, 2)    # QL_K_PTR, QL_K_PTR_CONST (ql_reflect.cuh)
 _POINTER_VALUE_KINDS = {"global_buffer", "dynamic_shared_pointer"}
 
 
@@ -105,9 +105,11 @@ def check(kernel: str, reflected, meta: KernelMeta) -> None:
                 f"generator disagree on the type's layout, so no launch could pass it "
                 f"reliably; an __align__ smaller than the type's natural alignment is one "
                 f"known cause")
-        is_pointer = arg.value_kind in _POINTER_VALUE_KINDS
-        if (kind in POINTER_KINDS) != is_pointer and kind != 17:   # 17: reference, refused later
+        reflected_pointer = kind in kinds.POINTER
+        passed_pointer = arg.value_kind in _POINTER_VALUE_KINDS
+        # a reference (kind INVALID) travels as a pointer; it is refused at launch
+        if reflected_pointer != passed_pointer and kind != kinds.INVALID:
             raise MetadataError(
                 f"kernel '{kernel}': parameter {i + 1} reflects as "
-                f"{'a pointer' if kind in POINTER_KINDS else 'a value'} but the code object "
+                f"{'a pointer' if reflected_pointer else 'a value'} but the code object "
                 f"passes it as {arg.value_kind}")
