@@ -17,10 +17,9 @@ import re
 from pathlib import Path
 
 from ... import cache as cache_mod
-from ...errors import CompileError
 from ...signature import strip_comments
 from ..gpu import compile_cache, expressions, kernel_table, reflect
-from ..gpu.arguments import check_compile_args
+from ..gpu.arguments import check_arch, check_compile_args
 from ..gpu.diagnostics import LogStyle
 from ..gpu.headers import headers as gpu_headers
 from ..gpu.kernel_table import KernelInfo, ParamInfo
@@ -86,9 +85,7 @@ def compile(source: str, arch: str = "sm_90", options=(), name_expressions=()) -
     options, name_expressions = check_compile_args(
         source, options, name_expressions, "CUDA C++", r"-(-gpu-architecture|arch)\b")
     lib = nvrtc.load()
-    problem = lib.arch_error(arch)
-    if problem:
-        raise CompileError(problem, source=source, options=options)
+    check_arch(lib, arch, source, options)
     headers = gpu_headers(INCLUDE_DIR)
     key = compile_cache.key(FORMAT, source, options, name_expressions, arch,
                             f"nvrtc {lib.version[0]}.{lib.version[1]}", headers)

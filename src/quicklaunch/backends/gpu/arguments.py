@@ -1,13 +1,14 @@
 """Checking what a GPU backend's ``compile`` is given: the source, the
 compiler options and the name expressions (template instantiations to
-compile and reflect)."""
+compile and reflect), and the architecture against what the compiler
+library knows."""
 from __future__ import annotations
 
 import re
 
 from ...errors import CompileError
 
-__all__ = ["check_compile_args"]
+__all__ = ["check_compile_args", "check_arch"]
 
 
 def check_compile_args(source, options, name_expressions, language: str, arch_option: str):
@@ -30,3 +31,11 @@ def check_compile_args(source, options, name_expressions, language: str, arch_op
             raise CompileError(f"option {opt!r}: pass the architecture as arch=, not as an "
                                f"option", source=source, options=options)
     return options, name_expressions
+
+
+def check_arch(lib, arch: str, source: str, options) -> None:
+    """CompileError unless the compiler library ``lib`` can compile for
+    ``arch`` (its ``arch_error(arch)`` says why not, or None)."""
+    problem = lib.arch_error(arch)
+    if problem:
+        raise CompileError(problem, source=source, options=options)

@@ -22,7 +22,7 @@ from pathlib import Path
 from ... import cache as cache_mod
 from ...errors import CompileError
 from ..gpu import compile_cache, expressions, kernel_table, reflect
-from ..gpu.arguments import check_compile_args
+from ..gpu.arguments import check_arch, check_compile_args
 from ..gpu.diagnostics import LogStyle
 from ..gpu.headers import headers as gpu_headers
 from ..gpu.kernel_table import KernelInfo, ParamInfo
@@ -132,9 +132,7 @@ def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) 
         source, options, name_expressions, "CUDA/HIP C++",
         r"--?(offload-arch|amdgpu-target|mcpu|march)\b")
     lib = hiprtc.load()
-    problem = lib.arch_error(arch)
-    if problem:
-        raise CompileError(problem, source=source, options=options)
+    check_arch(lib, arch, source, options)
     headers = gpu_headers(INCLUDE_DIR)
     key = compile_cache.key(FORMAT, source, options, name_expressions, arch,
                             f"hiprtc {lib.version} {lib.path} comgr {lib.comgr_version}", headers)
