@@ -29,42 +29,8 @@
 # QL_CHECK_QUICK=1, QL_CHECK_NO_PEERS=1, QL_CHECK_OFFLINE=1, QL_CHECK_BARE_VENV=1,
 # QL_CHECK_VENV (venv path), QL_WHEELS (a folder of wheels pip may install from),
 # QL_BENCH_ARGS (more options for cuda_launch.py, e.g. "--only quicklaunch,cupy").
-set -u
-
-cd "$(dirname "$0")/.." || exit 1
-OUT_DIR=${OUT:-benchmarks/results/gpu}
-mkdir -p "$OUT_DIR" || exit 1
-OUT_DIR=$(cd "$OUT_DIR" && pwd)
-LOG="$OUT_DIR/gpu_check.log"
-SUMMARY="$OUT_DIR/summary.md"
-BUDGET=${QL_CHECK_BUDGET:-460}
-START=$SECONDS
-TMPD=$(mktemp -d "${TMPDIR:-/tmp}/quicklaunch-gpu-check.XXXXXX")
-trap 'rm -rf "$TMPD"' EXIT
-export PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
-
-section() { printf '\n=== %s (%ss elapsed) ===\n' "$*" "$((SECONDS - START))"; }
-left() { echo $((BUDGET - (SECONDS - START))); }
-note() { echo "- $*" >>"$TMPD/summary-lines"; echo "$*"; }
-
-# run_t SECONDS CMD...: CMD with a time limit (exit 124 when it ran out)
-if command -v timeout >/dev/null 2>&1; then
-    run_t() { local t=$1; shift; [ "$t" -lt 1 ] && t=1; timeout -k 10 "$t" "$@"; }
-else
-    run_t() { shift; "$@"; }
-fi
-
-pick_python() {
-    local p
-    for p in ${PYTHON:-} python3 python3.13 python3.12 python3.11 python3.10; do
-        if command -v "$p" >/dev/null 2>&1 &&
-            "$p" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
-            command -v "$p"
-            return 0
-        fi
-    done
-    return 1
-}
+CHECK=gpu
+. "$(dirname "$0")/check_common.sh" || exit 1
 
 main() {
     local INSTALL_OK=0 TEST_RC=0 BENCH_RC=0 ONLINE=0 CUDA_MAJOR=0 PY VPY

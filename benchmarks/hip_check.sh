@@ -31,54 +31,27 @@
 #
 # Environment: OUT, PYTHON, QL_CHECK_BUDGET, QL_CHECK_QUICK=1, QL_CHECK_OFFLINE=1,
 # QL_CHECK_NO_APT=1, QL_CHECK_VENV (venv path), QUICKLAUNCH_HIP_TEST_DEVICE (default hip:0).
-set -u
+CHECK=hip
+. "$(dirname "$0")/check_common.sh" || exit 1
 
-cd "$(dirname "$0")/.." || exit 1
-OUT_DIR=${OUT:-benchmarks/results/hip}
-mkdir -p "$OUT_DIR" || exit 1
-OUT_DIR=$(cd "$OUT_DIR" && pwd)
-LOG="$OUT_DIR/hip_check.log"
-SUMMARY="$OUT_DIR/summary.md"
-BUDGET=${QL_CHECK_BUDGET:-460}
-START=$SECONDS
-TMPD=$(mktemp -d "${TMPDIR:-/tmp}/quicklaunch-hip-check.XXXXXX")
-trap 'rm -rf "$TMPD"' EXIT
-export PYTHONUNBUFFERED=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1
-
-section() { printf '\n=== %s (%ss elapsed) ===\n' "$*" "$((SECONDS - START))"; }
-left() { echo $((BUDGET - (SECONDS - START))); }
-note() { echo "- $*" >>"$TMPD/summary-lines"; echo "$*"; }
-if command -v timeout >/dev/null 2>&1; then
-    run_t() { local t=$1; shift; [ "$t" -lt 1 ] && t=1; timeout -k 10 "$t" "$@"; }
-else
-    run_t() { shift; "$@"; }
-fi
-
-pick_python() {
-    local p
-    for p in ${PYTHON:-} python3 python3.13 python3.12 python3.11 python3.10; do
-        if command -v "$p" >/dev/null 2>&1 &&
-            "$p" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
-            command -v "$p"
-            return 0
-        fi
-    done
-    return 1
-}
-
-rocm_status() {   # what quicklaunch finds: hiprtc, the runtime, the GPUs
+rocm_status() {   # what quicklaunch finds: hiprtc, the GPUs (public API only)
     "$1" - <<'PYEOF'
 import quicklaunch as ql
-from quicklaunch.backends.hip import driver, hiprtc
 try:
-    lib = hiprtc.load()
-    print(f"hiprtc: {lib.description}; archs up to {lib.isas[-1]}")
+    major, minor = ql.hip.hiprtc_version()
+    print(f"hiprtc: {major}.{minor}; archs up to {ql.hip.supported_archs()[-1]}")
 except ql.CompileError as exc:
     print(f"hiprtc: MISSING: {str(exc)[:300]}")
-count, why = driver.probe()
-print(f"AMD GPUs: {count}" + (f" ({why[:300]})" if why else ""))
-for i in range(count):
-    print(f"hip:{i}: {ql.device(f'hip:{i}').description}")
+count, why = 0, ""
+while True:
+    try:
+        dev = ql.device(f"hip:{count}")
+    except Exception as exc:  # no such device, no runtime, no driver
+        why = f"{type(exc).__name__}: {exc}"
+        break
+    print(f"hip:{count}: {dev.description}")
+    count += 1
+print(f"AMD GPUs: {count}" + (f" ({why[:300]})" if not count else ""))
 PYEOF
 }
 

@@ -12,7 +12,7 @@ import pytest
 import quicklaunch.bench as bench_pkg
 from quicklaunch import cli
 from quicklaunch.bench import plots, suite, suite_report
-from quicklaunch.bench.cpu import peers as peers_cpu
+from quicklaunch.bench.harness import timing
 from quicklaunch.bench.harness.kernels import need
 from quicklaunch.bench.harness.model import LAUNCH, NotApplicable, RowSpec, Source
 
@@ -176,7 +176,7 @@ def test_cli_respects_out_and_prints_the_table(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "quicklaunch.bench.cg", fake_cg_module)
     monkeypatch.setattr(bench_pkg, "cg", fake_cg_module, raising=False)
     monkeypatch.setattr(suite.launch_bench, "measure", fake_measure)
-    monkeypatch.setattr(suite, "CPU_PEERS", f"{HERE}:FAKES")
+    monkeypatch.setitem(suite.PEERS, "cpu", f"{HERE}:FAKES")
     monkeypatch.setattr(suite, "QUICK", {**suite.QUICK, **TINY})
     out = tmp_path / "elsewhere" / "bench"
     assert cli.main(["bench", "--quick", "--device", "cpu", "--out", str(out)]) == 0
@@ -211,13 +211,13 @@ def test_text_progress_bar():
 
 
 def test_capped_timer_bounds_a_sample(monkeypatch):
-    monkeypatch.setattr(peers_cpu, "SAMPLE_NS", 1e6)
+    monkeypatch.setattr(timing, "SAMPLE_NS", 1e6)
     seen = []
 
     def slow(iters):                     # pretends to cost 100 us per launch
         seen.append(iters)
         return 100_000.0
-    timer = peers_cpu.capped(slow)
+    timer = timing.capped(slow)
     assert timer(1_000_000) == 100_000.0
     assert seen[:2] == [1, 8] and seen[2] == 10     # 1 ms / 100 us
     assert timer(5) == 100_000.0 and seen[-1] == 5

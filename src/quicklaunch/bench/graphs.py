@@ -1,6 +1,6 @@
-"""Graph replay against individual launches.
+"""Graph replay against individual launches, on any device.
 
-    python benchmarks/graphs.py [--device cpu] [--repeats 9] [--out FILE]
+    python -m quicklaunch.bench.graphs [--device cpu] [--repeats 9] [--out FILE]
 
 1. Launch cost per kernel: 100 launches of an empty 4-parameter kernel as
    individual configured launches, and the same 100 recorded once as a
@@ -9,20 +9,22 @@
    kernel per step, ping-pong buffers), eager against a graph of 100 steps
    replayed 10 times; both must end with the same field (checked).
 
-Prints the table and writes benchmarks/results/graphs-<device>.json.
+Prints the table; writes the result as JSON to --out (benchmarks/graphs.py:
+benchmarks/results/graphs-<device>.json).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import platform
-import statistics
-import time
-from pathlib import Path
+import sys
 
 import numpy as np
 
 import quicklaunch as ql
+
+from .harness.kernels import on_device as mem
+from .harness.results import save
+from .harness.timing import round_robin
 
 SOURCE = r"""
 extern "C" __global__ void empty4(float a, const float *x, float *y, int n) {}
@@ -36,10 +38,6 @@ extern "C" __global__ void heat(const float *u, float *v, int n, float k) {
     v[i] = c + k * (l + r + d + t - 4 * c);
 }
 """
-
-
-def mem(a, dev):
-    return a if dev.host_memory else ql.asarray(a, device=dev)
 
 
 def launch_rows(mod, dev, repeats: int, batches: int = 200) -> dict:
@@ -58,15 +56,9 @@ def launch_rows(mod, dev, repeats: int, batches: int = 200) -> dict:
         for _ in range(batches):
             g.replay()
 
-    out = {"individual": [], "graph replay": []}
-    for _ in range(repeats):
-        for name, fn in (("individual", individual), ("graph replay", replay)):
-            dev.synchronize()
-            t0 = time.perf_counter_ns()
-            fn()
-            dev.synchronize()
-            out[name].append((time.perf_counter_ns() - t0) / (batches * 100))
-    return {k: statistics.median(v) for k, v in out.items()}
+    ns = round_robin({"individual": individual, "graph replay": replay}, repeats,
+                     dev.synchronize)
+    return {k: v / (batches * 100) for k, v in ns.items()}
 
 
 def heat_rows(mod, dev, repeats: int, n: int = 64, steps: int = 1000) -> dict:
@@ -97,24 +89,18 @@ def heat_rows(mod, dev, repeats: int, n: int = 64, steps: int = 1000) -> dict:
     got = graphed()
     same = np.array_equal(np.asarray(ref.numpy() if hasattr(ref, "numpy") else ref),
                           np.asarray(got.numpy() if hasattr(got, "numpy") else got))
-    out = {"eager": [], "graph": []}
-    for _ in range(repeats):
-        for name, fn in (("eager", eager), ("graph", graphed)):
-            dev.synchronize()
-            t0 = time.perf_counter_ns()
-            fn()
-            dev.synchronize()
-            out[name].append((time.perf_counter_ns() - t0) / 1e6)
-    return {"same result": same, **{k: statistics.median(v) for k, v in out.items()}}
+    ms = round_robin({"eager": eager, "graph": graphed}, repeats, dev.synchronize)
+    return {"same result": same, **{k: v / 1e6 for k, v in ms.items()}}
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+def main(argv=None, results_dir=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m quicklaunch.bench.graphs",
+                                description="graph replay against individual launches")
     p.add_argument("--device", default=None)
     p.add_argument("--repeats", type=int, default=9)
-    p.add_argument("--out", default=None, help="the JSON file (default: "
+    p.add_argument("--out", default=None, help="the JSON file (benchmarks/graphs.py: "
                    "benchmarks/results/graphs-<device>.json)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
     dev = ql.device(args.device)
     mod = ql.compile(SOURCE, device=dev)
     launches = launch_rows(mod, dev, args.repeats)
@@ -128,12 +114,9 @@ def main() -> None:
     result = {"device": dev.name, "repeats": args.repeats, "launch_ns_per_kernel": launches,
               "replay_speedup": ratio, "heat_ms": heat,
               "machine": f"{platform.machine()}, python {platform.python_version()}"}
-    out = Path(args.out) if args.out else \
-        Path(__file__).with_name("results") / f"graphs-{dev.name.replace(':', '')}.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwritten to {out}")
+    save(result, args.out, results_dir, f"graphs-{dev.name.replace(':', '')}.json")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

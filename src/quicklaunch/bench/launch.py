@@ -1,6 +1,10 @@
-"""The launch-overhead benchmark: per-launch time of an empty kernel with 4
-and with 16 parameters, through each quicklaunch path, side by side with a C
-loop calling the same backend entry and with the floor of any C extension.
+"""The launch-overhead benchmark, on any device: per-launch time of an empty
+kernel with 4 and with 16 parameters, through each quicklaunch path, side
+by side with a C loop calling the same launch entry and with the floor of
+any C extension.
+
+    python -m quicklaunch.bench.launch [--device cpu] [--iters 200000] [--repeats 9]
+                                       [--out FILE]
 
 Rows (ns per launch, median of repeats):
   indexed      k[grid, block](*args)
@@ -10,187 +14,67 @@ Rows (ns per launch, median of repeats):
                g.replay(); per kernel
   debug stub   a debug build's configured launch: a Python function named after
                the kernel, then the same C path
-  C baseline   C loop calling the backend's launch entry, prebuilt parameters
+  C baseline   C loop calling the device's launch entry, prebuilt parameters
   C-ext floor  a METH_FASTCALL function that takes the args and does nothing
   python loop  an empty Python for-loop step (included in every Python row)
 
-On a GPU, ``measure(..., batch=256)`` times the launches in batches with an
-untimed synchronisation between them (as the CUDA benchmark's rows do), so
-the driver's queue never fills; by default nothing is synchronised while
-timing.
+The kernels and arguments are harness/kernels.py's, spelled out in each
+call. On a GPU, ``measure(..., batch=256)`` times the launches in batches
+with an untimed synchronisation between them (as the CUDA benchmark's rows
+do), so the driver's queue never fills; by default nothing is synchronised
+while timing.
 """
 from __future__ import annotations
 
-import ctypes
+import argparse
+import platform
 import statistics
-import time
-
-import numpy as np
+import sys
 
 import quicklaunch as ql
 
 from . import _floor
-from .harness.baseline import baseline_library
-
-SOURCE = r"""
-extern "C" __global__ void empty4(float a, const float *x, float *y, int n) {}
-extern "C" __global__ void empty16(float a, const float *x, float *y, int n,
-                                   float b, const float *u, float *v, int m,
-                                   double c, const double *p, double *q, long long k,
-                                   unsigned s, const int *r, int *t, unsigned long long w) {}
-"""
-
-
-def _args(n: int, dev=None):
-    """The arguments, as arrays of the device's memory (NumPy on the CPU)."""
-    def mem(a):
-        return a if dev is None or dev.host_memory else ql.asarray(a, device=dev)
-    x = mem(np.ones(16, np.float32))
-    y = mem(np.zeros(16, np.float32))
-    a4 = (2.0, x, y, 16)
-    if n == 4:
-        return a4
-    d = np.ones(16, np.float64)
-    i = np.ones(16, np.int32)
-    return a4 + (1.5, x, y, 16, 0.5, mem(d), mem(d.copy()), 7, 3, mem(i), mem(i.copy()), 9)
-
-
-def _c_params(kernel, args):
-    """A prebuilt parameter block (void *[]) holding the same values."""
-    holders, ptrs = [], []
-    ctypes_of = {"float32": ctypes.c_float, "float64": ctypes.c_double,
-                 "int32": ctypes.c_int32, "int64": ctypes.c_int64,
-                 "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64}
-    for p, a in zip(kernel.params, args):
-        if p.kind.endswith("pointer"):
-            h = ctypes.c_void_p(a.ptr if isinstance(a, ql.Buffer) else a.ctypes.data)
-        else:
-            h = ctypes_of[p.kind](a)
-        holders.append(h)
-        ptrs.append(ctypes.addressof(h))
-    block = (ctypes.c_void_p * len(ptrs))(*ptrs)
-    return block, holders
-
+from .harness.baseline import CBaseline, c_params
+from .harness.kernels import SOURCE, host_args
+from .harness.results import save
+from .harness.timing import argenv, arglist, batched, per_launch, spelled_loop
 
 ROWS = ("python loop", "C-ext floor", "C baseline", "indexed", "configured", "direct",
         "graph replay", "debug stub")
 GRAPH_LAUNCHES = 100   # launches per recorded graph
 
 
-def _timers(mod, dbg, n: int, lib, entry: int, batch: int | None = None) -> dict:
+def _timers(mod, dbg, n: int, c: CBaseline, batch: int | None = None) -> dict:
     """{row: fn(iters) -> ns per launch} for the kernel with n parameters; a
     row that cannot be set up maps to its exception instead."""
-    k = mod.get_kernel(f"empty{n}")
-    stub = dbg.get_kernel(f"empty{n}").configure(1, 1)
     dev = mod.device
-    args = _args(n, dev)
+    k = mod.get_kernel(f"empty{n}")
+    args = host_args(n, dev)
     run = k.configure(1, 1)
-    floor = _floor.nothing
+    env = {"k": k, "run": run, "stub": dbg.get_kernel(f"empty{n}").configure(1, 1),
+           "floor": _floor.nothing, **argenv(args)}
+    a = arglist(n)
+    sync = dev.synchronize
 
-    def loop_empty(it):
-        for _ in range(it):
-            pass
+    def timed(statement):
+        return batched(spelled_loop(statement, env), sync, batch)
 
-    if n == 4:  # spell the arguments out: that is how users call kernels
-        a, x, y, m = args
+    params = c_params(k, args)   # (block, the values it points to): held by c_loop
 
-        def loop_floor(it):
-            for _ in range(it):
-                floor(a, x, y, m)
+    def c_loop(it, params=params):
+        c.launch_ns(k, params[0], it)
 
-        def loop_indexed(it):
-            for _ in range(it):
-                k[1, 1](a, x, y, m)
-
-        def loop_configured(it):
-            for _ in range(it):
-                run(a, x, y, m)
-
-        def loop_direct(it):
-            for _ in range(it):
-                k.launch(1, 1, a, x, y, m)
-
-        def loop_debug(it):
-            for _ in range(it):
-                stub(a, x, y, m)
-    else:
-        a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w = args
-
-        def loop_floor(it):
-            for _ in range(it):
-                floor(a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w)
-
-        def loop_indexed(it):
-            for _ in range(it):
-                k[1, 1](a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w)
-
-        def loop_configured(it):
-            for _ in range(it):
-                run(a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w)
-
-        def loop_direct(it):
-            for _ in range(it):
-                k.launch(1, 1, a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w)
-
-        def loop_debug(it):
-            for _ in range(it):
-                stub(a, x, y, m, b, u, v, mm, c, p, q, kk, s, r, t, w)
-
-    block, holders = _c_params(k, args)
-
-    def c_loop(it):
-        del holders[:0]  # keeps the parameter values alive with the block
-        return lib.ql_bench_launch_ns(entry, k._handle, block, 1, 1, it)
-
-    def c_baseline(it):
-        if not batch:
-            return c_loop(it)
-        dev.synchronize()
-        total, left = 0.0, it
-        while left > 0:
-            m = min(batch, left)
-            value = c_loop(m)
-            if value < 0:
-                return value
-            total += value * m
-            dev.synchronize()  # untimed: the queue never fills
-            left -= m
-        return total / it
-
-    def timed(fn, per_call=1):
-        """fn(calls) does calls x per_call launches; returns ns per launch."""
-        def run_it(it):
-            calls = max(1, it // per_call)
-            dev.synchronize()  # a GPU's queue starts empty for every row
-            if not batch:
-                t0 = time.perf_counter_ns()
-                fn(calls)
-                return (time.perf_counter_ns() - t0) / (calls * per_call)
-            total, left, step = 0, calls, max(1, batch // per_call)
-            while left > 0:
-                m = min(step, left)
-                t0 = time.perf_counter_ns()
-                fn(m)
-                total += time.perf_counter_ns() - t0
-                dev.synchronize()  # untimed: the queue never fills
-                left -= m
-            return total / (calls * per_call)
-        return run_it
-
-    timers = {"python loop": timed(loop_empty), "C-ext floor": timed(loop_floor),
-              "C baseline": c_baseline, "indexed": timed(loop_indexed),
-              "configured": timed(loop_configured), "direct": timed(loop_direct),
-              "debug stub": timed(loop_debug)}
+    timers = {"python loop": timed("pass"), "C-ext floor": timed(f"floor({a})"),
+              "C baseline": batched(c_loop, sync, batch), "indexed": timed(f"k[1, 1]({a})"),
+              "configured": timed(f"run({a})"), "direct": timed(f"k.launch(1, 1, {a})"),
+              "debug stub": timed(f"stub({a})")}
     try:
         with ql.graph(device=dev) as g:
             for _ in range(GRAPH_LAUNCHES):
                 run(*args)
-
-        def loop_replay(it, g=g):
-            for _ in range(it):
-                g.replay()
-
-        timers["graph replay"] = timed(loop_replay, GRAPH_LAUNCHES)
+        replay = batched(spelled_loop("g.replay()", {"g": g}), sync,
+                         batch and max(1, batch // GRAPH_LAUNCHES))
+        timers["graph replay"] = per_launch(replay, GRAPH_LAUNCHES)
     except Exception as exc:  # noqa: BLE001 - the other rows still run
         timers["graph replay"] = exc
     return timers
@@ -206,13 +90,8 @@ def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None,
     dev = ql.device(device)
     mod = ql.compile(SOURCE, device=dev)
     dbg = ql.compile(SOURCE, device=dev, debug=True)
-    lib = baseline_library()
-    if dev.kind == "cpu":
-        from ..backends.cpu import runtime
-        entry = runtime.launch_entry()
-    else:  # the same C loop, calling cuLaunchKernel itself
-        entry = dev.backend.driver.launch_address
-    timers = {n: _timers(mod, dbg, n, lib, entry, batch) for n in (4, 16)}
+    c = CBaseline(dev)
+    timers = {n: _timers(mod, dbg, n, c, batch) for n in (4, 16)}
     errors = {}
     for per_n in timers.values():
         for row, fn in list(per_n.items()):
@@ -225,10 +104,7 @@ def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None,
     samples = {(n, row): [] for n in (4, 16) for row in ROWS if row in timers[n]}
     for rep in range(repeats):
         for (n, row), out in samples.items():
-            value = timers[n][row](iters)
-            if value < 0:
-                raise RuntimeError(f"the C baseline's launch failed with status {-value:.0f}")
-            out.append(value)
+            out.append(timers[n][row](iters))
         if progress:
             progress(rep + 1, repeats, f"repeat {rep + 1} of {repeats}")
     rows: dict[str, dict[int, float]] = {}
@@ -258,3 +134,27 @@ def table(result: dict) -> str:
         out.append(f"{name:<13}{r[4]:>10.1f}{r[16]:>11.1f}{r[4] - base[4]:>+10.1f}"
                    f"{r[4] / floor[4]:>12.2f}x")
     return "\n".join(out)
+
+
+def main(argv=None, results_dir=None) -> int:
+    """The command: prints the table; writes the result as JSON to --out
+    (default: RESULTS_DIR/launch-<device>.json when a results folder is given,
+    else nothing)."""
+    p = argparse.ArgumentParser(prog="python -m quicklaunch.bench.launch",
+                                description="launch overhead: quicklaunch's paths beside a C "
+                                            "loop on the same launch entry")
+    p.add_argument("--device", default=None)
+    p.add_argument("--iters", type=int, default=200_000)
+    p.add_argument("--repeats", type=int, default=9)
+    p.add_argument("--out", default=None, help="the JSON file")
+    args = p.parse_args(argv)
+    result = measure(args.device, iters=args.iters, repeats=args.repeats)
+    result["machine"] = f"{platform.machine()}, {platform.processor() or 'cpu'}, " \
+                        f"python {platform.python_version()}"
+    print(table(result))
+    save(result, args.out, results_dir, f"launch-{result['device']}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,11 +4,11 @@
 
 1. Launch overhead: quicklaunch's paths, the C baseline and the floors
    (quicklaunch.bench.launch, run here), then every peer that can launch on
-   the device: on the CPU the sources of peers_cpu.py, each measured in a
-   child process of its own; on a GPU the CUDA benchmark's peers
-   (gpu_sources.PEERS: probed in children, then measured here, batched as
-   in benchmarks/gpu_launch.py). A peer that is missing or fails is a row
-   that says why.
+   the device (``PEERS``, by device kind): on the CPU the sources of
+   cpu/peers.py, each measured in a child process of its own; on a CUDA GPU
+   the CUDA benchmark's peers (cuda/sources.py: probed in children, then
+   measured here, batched as in python -m quicklaunch.bench.cuda). A peer
+   that is missing or fails is a row that says why.
 2. Workload: quicklaunch.bench.cg.run (conjugate gradient on 2D Poisson, its
    implementations); when it is missing or raises, the section says why.
 3. results.json and the plots (plots.py) in ``out``; the table is
@@ -19,26 +19,29 @@
 from __future__ import annotations
 
 import datetime
-import json
+import importlib
 import math
 import os
 import time
 from pathlib import Path
 
 from . import launch as launch_bench
-from .harness.facts import gpu_facts, machine, versions
+from .harness.facts import machine, versions
 from .harness.model import ERROR, OK, SKIPPED, Context, load_sources
+from .harness.results import write_json
 
 SCHEMA = 1
-CPU_PEERS = "quicklaunch.bench.cpu.peers:SOURCES"
-GPU_PEERS = "quicklaunch.bench.cuda.sources:PEERS"
+# the peers measured beside quicklaunch, and the device facts recorded, by device kind
+PEERS = {"cpu": "quicklaunch.bench.cpu.peers:SOURCES",
+         "cuda": "quicklaunch.bench.cuda.sources:PEERS"}
+FACTS = {"cuda": "quicklaunch.bench.cuda.facts"}
 
 FULL = {"iters": 200_000, "repeats": 9, "peer_iters": 200_000, "peer_repeats": 7,
         "peer_timeout": 75.0, "peers_budget": 150.0, "gpu_budget": 60.0}
 QUICK = {"iters": 20_000, "repeats": 5, "peer_iters": 20_000, "peer_repeats": 3,
          "peer_timeout": 30.0, "peers_budget": 40.0, "gpu_budget": 15.0}
 # on a GPU a launch costs microseconds: as many launches per sample as the
-# CUDA benchmark (benchmarks/gpu_launch.py) takes
+# CUDA benchmark (python -m quicklaunch.bench.cuda) takes
 GPU = {False: {"iters": 20_000, "peer_iters": 20_000}, True: {"iters": 3_000, "peer_iters": 3_000}}
 BATCH = 256          # GPU: launches between untimed synchronisations
 
@@ -96,7 +99,7 @@ def quicklaunch_rows(measured: dict | None, failure: str = "") -> dict:
 
 
 def peer_rows(rows) -> dict:
-    """gpu_model.Row objects (launch table only) as launch rows."""
+    """harness.model.Row objects (launch table only) as launch rows."""
     out = {}
     for r in rows:
         if r.table != "launch":
@@ -194,15 +197,16 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
               measure=None, plots: bool = True) -> dict:
     """Runs every section, writes ``out``/results.json and the plots, and
     returns the result. ``settings`` overrides FULL/QUICK; ``peers`` (a list
-    of gpu_model.Source, with ``peers_ref`` naming it for child processes),
-    ``peer_mode`` (measure_peers; default "isolated" on the CPU, "probed" on
-    a GPU), ``cg_runner`` and ``measure`` replace the defaults (tests).
+    of harness.model.Source, with ``peers_ref`` naming it for child
+    processes), ``peer_mode`` (measure_peers; default "isolated" on the CPU,
+    "probed" on a GPU), ``cg_runner`` and ``measure`` replace the defaults
+    (tests).
     An unknown device raises DeviceError before anything runs."""
     import quicklaunch as ql
     from .plots import write_plots
     t_start = time.monotonic()
     dev = ql.device(device)
-    on_gpu = dev.kind != "cpu"
+    on_gpu = not dev.host_memory       # asynchronous launches of microseconds
     mode = {**(QUICK if quick else FULL), **(GPU[quick] if on_gpu else {}), **(settings or {})}
     stage = _Stages(progress)
     out_dir = Path(out)
@@ -237,13 +241,9 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
     # 2. the peers
     t0 = time.monotonic()
     if peers is None:
-        peers_ref = GPU_PEERS if on_gpu else CPU_PEERS
-        peers = load_sources(peers_ref)
-    peers_ref = peers_ref or (GPU_PEERS if on_gpu else CPU_PEERS)
+        peers_ref = PEERS.get(dev.kind)
+        peers = load_sources(peers_ref) if peers_ref else []
     ctx = Context(device=dev.name, batch=BATCH)
-    if on_gpu:
-        from .harness.measure import prepare_environment
-        prepare_environment()
     rows, probes = measure_peers(
         peers, ctx, iters=mode["peer_iters"], repeats=mode["peer_repeats"],
         mode=peer_mode or ("probed" if on_gpu else "isolated"),
@@ -264,8 +264,8 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
     dists = ["quicklaunch", "numpy", "matplotlib"] + [d for s in peers for d in s.dists]
     result["versions"] = {"python": result["machine"]["python"], **versions(dists),
                           "quicklaunch": ql.__version__}
-    if on_gpu:
-        result["gpu"] = gpu_facts(dev.name)
+    if dev.kind in FACTS:
+        result["gpu"] = importlib.import_module(FACTS[dev.kind]).gpu_facts(dev.name)
     stage("write", 0.0, "plots")
     result["plots"] = (write_plots(result, out_dir) if plots
                        else {"skipped": "plots were not requested"})
@@ -274,25 +274,3 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
     write_json(result, out_dir / "results.json")
     stage("write", 1.0, "done")
     return result
-
-
-def _finite(value):
-    """NaN and infinities (not JSON) as None, NumPy values as Python ones,
-    all the way down."""
-    if type(value).__module__ == "numpy" and hasattr(value, "tolist"):
-        value = value.tolist()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
-def write_json(result: dict, path: Path) -> Path:
-    tmp = path.with_suffix(".json.tmp")
-    text = json.dumps(_finite(result), indent=1, default=str, allow_nan=False)
-    tmp.write_text(text + "\n")
-    os.replace(tmp, path)
-    return path

@@ -15,9 +15,11 @@ Modules: problem.py (the problem and the residual), kernels.py (the CUDA
 C++ kernels), shapes.py (their launch shapes per device), ql_impl.py,
 numpy_impl.py, warp_impl.py (+ warp_kernels.py), numba_impl.py
 (+ numba_kernels.py), opencl_impl.py, impl.py (what an implementation
-provides), check.py (tolerances), runner.py (``run``), report.py (the
-table), __main__.py (the command).
+provides), registry.py (every row, by name), check.py (tolerances),
+runner.py (``run``), probe.py (peers tried in child processes first),
+report.py (the table), __main__.py (the command).
 """
-from .runner import DEFAULT_SIZES, QUICK_SIZES, registry, run
+from .registry import registry
+from .runner import DEFAULT_SIZES, QUICK_SIZES, run
 
 __all__ = ["run", "registry", "DEFAULT_SIZES", "QUICK_SIZES"]

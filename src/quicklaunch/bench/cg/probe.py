@@ -12,24 +12,16 @@ one that raised reports the row status the parent would have written.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
+
+from ..harness.workers import child_env, crash_name
 
 TIMEOUT = 180.0
 # the rows probed first, by library: one child per library
 LIBRARIES = {"warp": ("warp", "warp graph"), "numba": ("numba",), "pyopencl": ("pyopencl",)}
 PROBED = {row for rows in LIBRARIES.values() for row in rows}
-
-
-def _env() -> dict:
-    env = dict(os.environ)
-    here = str(Path(__file__).resolve().parents[3])    # the directory holding quicklaunch/
-    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    return env
 
 
 def command(device: str, names) -> list[str]:
@@ -42,11 +34,8 @@ def _verdicts(names, proc, out: str, timed_out: bool, timeout: float) -> dict:
     if timed_out:
         why = f"failed: the probe gave no answer in {timeout:.0f} s (hung?)"
     elif proc.returncode < 0:
-        try:
-            sig = signal.Signals(-proc.returncode).name
-        except ValueError:
-            sig = f"signal {-proc.returncode}"
-        why = f"failed: crashed ({sig}) in a probe (import, compile, 8x8 solve)"
+        why = (f"failed: crashed ({crash_name(proc.returncode)}) in a probe (import, compile, "
+               f"8x8 solve)")
     else:
         for line in reversed(out.splitlines()):
             if line.startswith("{"):
@@ -66,7 +55,7 @@ def probe_all(groups: dict, timeout: float = TIMEOUT) -> dict:
     reason}; the children run in parallel."""
     procs = {lib: (names, subprocess.Popen(cmd, stdout=subprocess.PIPE,
                                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                           env=_env(), text=True))
+                                           env=child_env(), text=True))
              for lib, (names, cmd) in groups.items()}
     deadline = time.monotonic() + timeout
     verdicts = {}
@@ -87,7 +76,7 @@ def main(argv) -> int:
     device, names = argv[0], argv[1:]
     from .impl import describe
     from .problem import make_problem
-    from .runner import registry
+    from .registry import registry
     status = {}
     for name in names:
         try:

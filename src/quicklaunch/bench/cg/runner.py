@@ -28,23 +28,12 @@ import time
 from . import check, probe
 from .impl import Implementation, Unavailable, describe
 from .problem import make_problem
+from .registry import registry
 
 DEFAULT_SIZES = (32, 64, 128, 256, 512, 1024, 2048)
 QUICK_SIZES = (32, 64, 128)
 SKIP_SECONDS = 20.0
 GROWTH = 1.25   # time per unknown grows as the vectors leave the caches
-
-
-def registry() -> dict:
-    """{name: Implementation} of every known row, in table order."""
-    from .numba_impl import NumbaCG
-    from .numpy_impl import NumpyCG, ScipySparseCG
-    from .opencl_impl import OpenCLCG
-    from .ql_impl import QuicklaunchCG
-    from .warp_impl import WarpCG
-    impls = [NumpyCG(), ScipySparseCG(), QuicklaunchCG(graph=False), QuicklaunchCG(graph=True),
-             WarpCG(graph=False), WarpCG(graph=True), NumbaCG(), OpenCLCG()]
-    return {i.name: i for i in impls}
 
 
 def _select(implementations) -> list:

@@ -1,11 +1,12 @@
 """The CPU peers of ``quicklaunch bench``: libraries that launch a kernel (or
 call a compiled function) on the CPU, timed like quicklaunch's rows.
 
-Each is a Source of the CUDA benchmark's vocabulary (gpu_model.py), so the
-same machinery sets it up, measures it and turns anything missing or failing
-into rows that say why: ``quicklaunch bench`` measures each in its own child
-process (gpu_run.run(..., isolated=True)), where a crash costs that peer's
-rows only and no peer's threads compete with another's.
+Each is a Source of the launch benchmarks' vocabulary (harness/model.py),
+so the same machinery sets it up, measures it and turns anything missing or
+failing into rows that say why: ``quicklaunch bench`` measures each in its
+own child process (harness/run.py, ``run(..., isolated=True)``), where a
+crash costs that peer's rows only and no peer's threads compete with
+another's.
 
     NVIDIA Warp     wp.launch(k, dim=1, inputs=[...], device="cpu"), and a
                     launch recorded once (record_cmd=True) replayed with .launch()
@@ -14,106 +15,48 @@ rows only and no peer's threads compete with another's.
     PyOpenCL/PoCL   k(queue, (1,), (1,), ...) host cost (no wait), the same with
                     .wait() on each launch, and the enqueue of a kernel whose
                     arguments were set once
-    (peers_cpu_interp.py) Numba's CUDA simulator and Triton's interpreter
+    (peers_interp.py) Numba's CUDA simulator and Triton's interpreter
 
-The kernels have the parameters of quicklaunch.bench.launch.SOURCE (4 and 16);
-arguments are spelled out in each call, as users write them. No library is
-imported until its setup runs. No ``from __future__ import annotations``:
-Warp reads the kernels' parameter annotations as objects.
+The kernels are those of every launch benchmark (harness/kernels.py: 4 and
+16 parameters); arguments are spelled out in each call, as users write them.
+Each sample is capped at about 25 ms (harness/timing.py, ``capped``). No
+library is imported until its setup runs.
 """
-from ..harness.kernels import bench_kernels, need, typed_args
-from ..harness.model import LAUNCH, RowSpec, Skip, Source
-from ..harness.timing import argenv, arglist, batched, plain, spelled_loop
+from ..harness.kernels import (
+    bench_kernels,
+    need,
+    python_kernels,
+    typed_args,
+    warp_kernels,
+    warp_loops,
+    warp_start,
+)
+from ..harness.model import LAUNCH, RowSpec, Skip, Source, only_on
+from ..harness.timing import argenv, arglist, batched, capped, plain, spelled_loop
 from .peers_interp import INTERPRETERS
-
-SAMPLE_NS = 25e6   # a sample of a slow peer stops after about this many ns
-
-
-def capped(timer):
-    """Wraps ``timer(iters) -> ns per launch`` so that a sample takes about
-    SAMPLE_NS at most: the first call runs one untimed launch (first-use
-    costs: compiling, loading) and estimates the cost from a few; every call
-    then runs min(iters, what fits in SAMPLE_NS) launches. The figure is still
-    ns per launch, so slow peers (ms per launch) fit the run's time."""
-    est = []
-
-    def run(iters: int) -> float:
-        if not est:
-            timer(1)
-            est.append(timer(min(iters, 8)))
-        n = max(1, min(iters, int(SAMPLE_NS / max(est[-1], 1.0))))
-        value = timer(n)
-        est.append(value)
-        return value
-    return run
-
-
-def _cpu_only(ctx):
-    if str(ctx.device).split(":")[0] != "cpu":
-        raise Skip(f"a CPU peer; the bench device is {ctx.device}")
 
 
 # --------------------------------------------------------------------- Warp
-def _warp_kernels(wp):
-    def empty4(a: float, x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
-               n: int):
-        pass
-
-    def empty16(a: float, x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
-                n: int, b: float, u: wp.array(dtype=wp.float32), v: wp.array(dtype=wp.float32),
-                m: int, c: wp.float64, p: wp.array(dtype=wp.float64),
-                q: wp.array(dtype=wp.float64), k: wp.int64, s: wp.uint32,
-                r: wp.array(dtype=wp.int32), t: wp.array(dtype=wp.int32), w: wp.uint64):
-        pass
-
-    out = {}
-    for n, fn in ((4, empty4), (16, empty16)):
-        try:
-            out[n] = wp.kernel(fn, module="unique")
-        except TypeError:                   # releases without per-kernel modules
-            out[n] = wp.kernel(fn)
-    return out
-
-
 def _setup_warp(ctx):
-    _cpu_only(ctx)
-    wp = need("warp", "warp-lang")
-    try:
-        wp.config.quiet = True
-    except AttributeError:
-        pass
-    wp.init()
+    only_on(ctx, "cpu")
+    wp = warp_start()
     device = wp.get_device("cpu")
-    kernels = _warp_kernels(wp)
-    dtypes = {"float32": wp.float32, "float64": wp.float64, "int32": wp.int32}
+    kernels = warp_kernels(wp)
     out = {"warp_cpu.launch": {}, "warp_cpu.recorded": {}}
     for n in ctx.params:
-        kern = kernels[n]
-        args = typed_args(n, lambda a: wp.zeros(a.shape, dtype=dtypes[str(a.dtype)],
-                                                device=device), "python")
-        cmd = wp.launch(kern, dim=1, inputs=list(args), device=device, record_cmd=True)
-        env = {"wp": wp, "kern": kern, "device": device, "cmd": cmd, **argenv(args)}
-        out["warp_cpu.launch"][n] = capped(plain(spelled_loop(
-            f"wp.launch(kern, dim=1, inputs=[{arglist(n)}], device=device)", env)))
-        out["warp_cpu.recorded"][n] = capped(plain(spelled_loop("cmd.launch()", env)))
+        loops = warp_loops(wp, kernels[n], n, device, wp.zeros)
+        out["warp_cpu.launch"][n] = capped(plain(loops["launch"]))
+        out["warp_cpu.recorded"][n] = capped(plain(loops["recorded"]))
     return out
 
 
 # -------------------------------------------------------------------- Numba
 def _setup_numba(ctx):
-    _cpu_only(ctx)
+    only_on(ctx, "cpu")
     numba = need("numba", "numba")
     if getattr(getattr(numba, "config", None), "ENABLE_CUDASIM", 0):
         raise Skip("NUMBA_ENABLE_CUDASIM is set in this process")
     njit, prange = numba.njit, numba.prange
-
-    @njit
-    def empty4(a, x, y, n):
-        pass
-
-    @njit
-    def empty16(a, x, y, n, b, u, v, m, c, p, q, k, s, r, t, w):
-        pass
 
     # An empty prange body is dropped by Numba's parfor pass (no parallel
     # region is run at all), so each body stores one float: y[i] = a.
@@ -127,7 +70,7 @@ def _setup_numba(ctx):
         for i in prange(1):
             y[i] = a
 
-    fns = {"numba.njit": {4: empty4, 16: empty16}, "numba.parallel": {4: par4, 16: par16}}
+    fns = {"numba.njit": python_kernels(njit), "numba.parallel": {4: par4, 16: par16}}
     _, host, _ = bench_kernels()
     out = {}
     for row, by_n in fns.items():
@@ -175,7 +118,7 @@ def _cl_device(cl):
 
 
 def _setup_opencl(ctx):
-    _cpu_only(ctx)
+    only_on(ctx, "cpu")
     import numpy as np
     cl = need("pyopencl", "pyopencl")
     context, where = _cl_device(cl)

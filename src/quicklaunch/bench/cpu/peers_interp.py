@@ -4,15 +4,15 @@ simulator (``NUMBA_ENABLE_CUDASIM=1``) and Triton's interpreter
 
 Both switches are read when the library is first imported, so each setup
 sets its variable and then imports: it must run in a fresh process, as
-``quicklaunch bench`` runs every CPU peer (peers_cpu.py). A process that
+``quicklaunch bench`` runs every CPU peer (peers.py). A process that
 imported the library already gets a row saying so, not a wrong figure.
 """
 import os
 import sys
 
-from ..harness.kernels import need, typed_args
-from ..harness.model import LAUNCH, RowSpec, Skip, Source
-from ..harness.timing import argenv, arglist, plain, spelled_loop
+from ..harness.kernels import need, python_kernels, typed_args
+from ..harness.model import LAUNCH, RowSpec, Skip, Source, only_on
+from ..harness.timing import argenv, arglist, capped, plain, spelled_loop
 
 
 def _fresh(module: str, variable: str) -> None:
@@ -23,24 +23,14 @@ def _fresh(module: str, variable: str) -> None:
 
 
 def _setup_cudasim(ctx):
-    from .peers import _cpu_only, capped
-    _cpu_only(ctx)
+    only_on(ctx, "cpu")
     _fresh("numba", "NUMBA_ENABLE_CUDASIM")
     numba = need("numba", "numba")
     cuda = need("numba.cuda", "numba")
     if not getattr(numba.config, "ENABLE_CUDASIM", 0):
         raise RuntimeError("numba.config.ENABLE_CUDASIM is off although "
                            "NUMBA_ENABLE_CUDASIM=1 was set before importing numba")
-
-    @cuda.jit
-    def empty4(a, x, y, n):
-        pass
-
-    @cuda.jit
-    def empty16(a, x, y, n, b, u, v, m, c, p, q, k, s, r, t, w):
-        pass
-
-    kernels = {4: empty4, 16: empty16}
+    kernels = python_kernels(cuda.jit)
     out = {"cudasim.launch": {}}
     for n in ctx.params:
         args = typed_args(n, cuda.to_device, "python")
@@ -51,25 +41,16 @@ def _setup_cudasim(ctx):
 
 
 def _setup_triton_interpreter(ctx):
-    from .peers import _cpu_only, capped
-    _cpu_only(ctx)
+    only_on(ctx, "cpu")
     _fresh("triton", "TRITON_INTERPRET")
     triton = need("triton", "triton")
     try:
         import torch
     except ImportError:
         torch = None
-
-    @triton.jit
-    def empty4(a, x, y, n):
-        pass
-
-    @triton.jit
-    def empty16(a, x, y, n, b, u, v, m, c, p, q, k, s, r, t, w):
-        pass
-
-    if type(empty4).__name__ != "InterpretedFunction":
-        raise Skip(f"triton.jit gave a {type(empty4).__name__}, not the interpreter's "
+    kernels = python_kernels(triton.jit)
+    if type(kernels[4]).__name__ != "InterpretedFunction":
+        raise Skip(f"triton.jit gave a {type(kernels[4]).__name__}, not the interpreter's "
                    f"InterpretedFunction, with TRITON_INTERPRET=1 (triton "
                    f"{getattr(triton, '__version__', '?')})")
     if torch is not None:
@@ -84,7 +65,6 @@ def _setup_triton_interpreter(ctx):
 
         def make(a):
             return a.copy()
-    kernels = {4: empty4, 16: empty16}
     out = {"triton_interp.launch": {}}
     for n in ctx.params:
         args = typed_args(n, make, "python")

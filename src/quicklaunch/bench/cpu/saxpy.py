@@ -2,24 +2,26 @@
 side by side with NumPy in place and a single-threaded C loop (-O3
 -march=native), all in this process.
 
-    python benchmarks/saxpy.py [--repeats 15]
+    python -m quicklaunch.bench.cpu.saxpy [--repeats 15] [--out FILE]
 
 The NumPy version is the in-place pair np.multiply(x, a, out=t); y += t with
 a preallocated t (no allocation per step). Each row is the median time of one
-y = a*x + y pass; the kernel result is checked against NumPy first.
+y = a*x + y pass; the kernel result is checked against NumPy first. Writes
+the result as JSON to --out (benchmarks/saxpy.py: benchmarks/results/saxpy-cpu.json).
 """
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import time
-from pathlib import Path
+import sys
 
 import numpy as np
 
 import quicklaunch as ql
-from quicklaunch.bench.harness.baseline import baseline_library
+
+from ..harness.baseline import library
+from ..harness.results import save
+from ..harness.timing import median, ns_per_call
 
 SOURCE = r"""
 extern "C" __global__ void saxpy(float a, const float *__restrict__ x, float *__restrict__ y,
@@ -30,23 +32,14 @@ extern "C" __global__ void saxpy(float a, const float *__restrict__ x, float *__
 """
 
 
-def timed(fn, reps: int, inner: int) -> float:
-    fn()
-    samples = []
-    for _ in range(reps):
-        t0 = time.perf_counter_ns()
-        for _ in range(inner):
-            fn()
-        samples.append((time.perf_counter_ns() - t0) / inner)
-    return statistics.median(samples)
-
-
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__)
+def main(argv=None, results_dir=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m quicklaunch.bench.cpu.saxpy",
+                                description="saxpy on the CPU device beside NumPy and a C loop")
     p.add_argument("--repeats", type=int, default=15)
-    args = p.parse_args()
+    p.add_argument("--out", default=None, help="the JSON file")
+    args = p.parse_args(argv)
     mod = ql.compile(SOURCE, device="cpu")
-    lib = baseline_library()
+    lib = library()
     rng = np.random.default_rng(1)
     rows = []
     for n in (1_000, 100_000, 10_000_000):
@@ -63,8 +56,8 @@ def main() -> None:
             np.multiply(x, np.float32(1.5), out=t)
             np.add(y, t, out=y)
 
-        ql_ns = timed(lambda: run(1.5, x, y, n), args.repeats, inner)
-        np_ns = timed(numpy_step, args.repeats, inner)
+        ql_ns = median(ns_per_call(lambda: run(1.5, x, y, n), inner), args.repeats)
+        np_ns = median(ns_per_call(numpy_step, inner), args.repeats)
         c_ns = statistics.median(lib.ql_bench_saxpy_ns(1.5, x.ctypes.data, y.ctypes.data, n,
                                                        inner) for _ in range(args.repeats))
         gbs = 12 * n / ql_ns
@@ -73,12 +66,11 @@ def main() -> None:
         print(f"N={n:>10,}  quicklaunch {ql_ns / 1e3:9.1f} us ({gbs:5.1f} GB/s)  "
               f"numpy {np_ns / 1e3:9.1f} us ({np_ns / ql_ns:4.2f}x)  "
               f"C loop 1 thread {c_ns / 1e3:9.1f} us ({c_ns / ql_ns:4.2f}x)")
-    out = Path(__file__).with_name("results") / "saxpy-cpu.json"
-    out.parent.mkdir(exist_ok=True)
-    out.write_text(json.dumps({"threads": ql.device("cpu").description, "rows": rows},
-                              indent=2) + "\n")
-    print(f"written to {out}  (ratios: other / quicklaunch; above 1 means quicklaunch is faster)")
+    print("(ratios: other / quicklaunch; above 1 means quicklaunch is faster)")
+    save({"threads": ql.device("cpu").description, "rows": rows}, args.out, results_dir,
+         "saxpy-cpu.json")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,7 @@
 """CUDA semantics on the CPU device: what barriers and warp functions cost.
 
-    python benchmarks/cpu_semantics.py
+    python benchmarks/cpu_semantics.py [--out FILE]
+    OPENBLAS_NUM_THREADS=1 python -m quicklaunch.bench.cpu.semantics [--out FILE]
 
 Rows (median of repeats, all in this process):
   fiber switch      ns per CUDA thread per __syncthreads() (256-thread blocks)
@@ -8,22 +9,24 @@ Rows (median of repeats, all in this process):
   per-block sums    the same sums without barriers: one thread sums 256 floats (tier 1)
   warp shuffle      __shfl_down_sync reduction of the same sums (tier 2)
   matmul 1024^2     16x16 shared-memory tiled matmul (tier 2) against NumPy's BLAS
-                    (run with OPENBLAS_NUM_THREADS=1 unless set: idle OpenBLAS threads
-                    spin on the same two cores and slow the fibers down)
-Every kernel's result is checked against NumPy first.
+                    (with OPENBLAS_NUM_THREADS=1, set before NumPy is imported: idle
+                    OpenBLAS threads spin on the same two cores and slow the fibers
+                    down; benchmarks/cpu_semantics.py sets it unless it is set)
+Every kernel's result is checked against NumPy first. Writes the result as
+JSON to --out (benchmarks/cpu_semantics.py: benchmarks/results/cpu-semantics.json).
 """
 from __future__ import annotations
 
-import json
+import argparse
 import os
-import statistics
-import time
-from pathlib import Path
+import sys
 
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # no BLAS threads spinning beside ours
-import numpy as np  # noqa: E402
+import numpy as np
 
-import quicklaunch as ql  # noqa: E402
+import quicklaunch as ql
+
+from ..harness.results import save
+from ..harness.timing import median, ns_per_call
 
 BARRIERS = r"""
 extern "C" __global__ void barriers(int *out, int n) {
@@ -82,16 +85,19 @@ extern "C" __global__ void block_sums(const float *x, float *out, int blocks) {
 
 
 def median_s(fn, repeats: int) -> float:
-    fn()
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+    """Seconds of one ``fn()``, median of ``repeats`` after a warm-up call."""
+    return median(ns_per_call(fn), repeats) / 1e9
 
 
-def main() -> None:
+def main(argv=None, results_dir=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m quicklaunch.bench.cpu.semantics",
+                                description="what barriers and warp functions cost on the "
+                                            "CPU device")
+    p.add_argument("--out", default=None, help="the JSON file")
+    args = p.parse_args(argv)
+    if "OPENBLAS_NUM_THREADS" not in os.environ:
+        print("note: OPENBLAS_NUM_THREADS is not set; idle BLAS threads may slow the fibers "
+              "down (set it to 1 before starting Python)", file=sys.stderr)
     fibers = ql.compile(BARRIERS, device="cpu")
     flat = ql.compile(FLAT, device="cpu")
     rng = np.random.default_rng(3)
@@ -139,11 +145,10 @@ def main() -> None:
 
     for k, v in rows.items():
         print(f"{k:<45}{v:>12.2f}")
-    res = Path(__file__).with_name("results") / "cpu-semantics.json"
-    res.parent.mkdir(exist_ok=True)
-    res.write_text(json.dumps({"device": ql.device("cpu").description, "rows": rows},
-                              indent=2) + "\n")
+    save({"device": ql.device("cpu").description, "rows": rows}, args.out, results_dir,
+         "cpu-semantics.json")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

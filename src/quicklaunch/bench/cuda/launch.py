@@ -24,11 +24,13 @@ import sys
 import time
 from pathlib import Path
 
-from ..harness.facts import gpu_facts, machine, versions
-from ..harness.measure import prepare_environment
-from ..harness.model import DEFAULT_SOURCES, OK, Context, load_sources
-from .report import markdown, result_json, write
+from ..harness.facts import machine, versions
+from ..harness.model import OK, Context, load_sources
 from ..harness.run import run
+from .facts import gpu_facts
+from .report import markdown, result_json, write
+
+SOURCES = "quicklaunch.bench.cuda.sources:SOURCES"    # --sources: module:attribute
 
 FULL = {"iters": 20_000, "repeats": 7, "roundtrip": 2_000, "budget": 110.0}
 QUICK = {"iters": 3_000, "repeats": 3, "roundtrip": 300, "budget": 40.0}
@@ -37,12 +39,12 @@ QUICK = {"iters": 3_000, "repeats": 3, "roundtrip": 300, "budget": 40.0}
 def main(argv=None, default_out: Path | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(
-        prog="gpu_launch.py",
+        prog="python -m quicklaunch.bench.cuda",
         description="CUDA launch overhead: quicklaunch's launch paths, a C loop calling "
                     "cuLaunchKernel, and the peers that are installed, in one process. "
                     "Method: benchmarks/README.md.")
     p.add_argument("--quick", action="store_true", help="fewer launches and rounds (~1 minute)")
-    p.add_argument("--out", type=Path, default=default_out or Path("gpu-launch-results"),
+    p.add_argument("--out", type=Path, default=default_out or Path("cuda-launch-results"),
                    help="directory for results.json and results.md")
     p.add_argument("--device", default="cuda", help="quicklaunch device (default: cuda)")
     p.add_argument("--iters", type=int, help="launches per sample (host-cost rows)")
@@ -62,7 +64,7 @@ def main(argv=None, default_out: Path | None = None) -> int:
                    help="seconds each source's probe may take")
     p.add_argument("--no-check", action="store_true", help="don't verify launch results (for "
                    "drivers that run no kernels, such as the tests' fake libcuda)")
-    p.add_argument("--sources", default=DEFAULT_SOURCES,
+    p.add_argument("--sources", default=SOURCES,
                    help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     mode = QUICK if a.quick else FULL
@@ -71,7 +73,6 @@ def main(argv=None, default_out: Path | None = None) -> int:
     budget = a.budget if a.budget is not None else mode["budget"]
     ctx = Context(device=a.device, batch=a.batch, inflight=a.inflight,
                   roundtrip=a.roundtrip or mode["roundtrip"], check=not a.no_check)
-    prepare_environment()
     sources = load_sources(a.sources)
     names = [s.name for s in sources]
     for opt in (a.only, a.skip):
@@ -84,7 +85,7 @@ def main(argv=None, default_out: Path | None = None) -> int:
         sources = [s for s in sources if s.name not in a.skip.split(",")]
 
     def say(msg):
-        print(f"[gpu_launch {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+        print(f"[cuda launch {time.strftime('%H:%M:%S')}] {msg}", flush=True)
 
     config = {"iters": iters, "repeats": repeats, "quick": a.quick, "budget_s": budget,
               "probe": not a.no_probe, "sources": [s.name for s in sources]}

@@ -1,6 +1,6 @@
 """The peers that launch a CUDA C kernel or a library op: cuda.core, CuPy, torch.
 
-cuda.core and CuPy compile the benchmark's own kernels (gpu_kernels.py)
+cuda.core and CuPy compile the benchmark's own kernels (harness/kernels.py)
 from CUDA C and launch them through their documented, everyday path; torch
 has no custom kernel launch cheaper than one elementwise op, so its row is
 ``y.add_(x)`` on 1-element tensors. Each setup runs only when its package

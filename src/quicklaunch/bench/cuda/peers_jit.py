@@ -1,22 +1,32 @@
 """The peers whose kernels are written in Python: Numba-CUDA, Triton, Warp.
 
-Each defines the benchmark's two empty kernels (4 and 16 parameters, the
-types of quicklaunch.bench.launch.SOURCE) with its own decorator and
+Each gets the benchmark's two empty kernels (4 and 16 parameters, the
+types of harness/kernels.py's SOURCE) through its own decorator and
 launches them through its documented, everyday path (Triton and Warp pick
 their own block size). Each setup runs only when its package imports;
 anything missing or failing becomes the row's reason.
-
-No ``from __future__ import annotations`` here: Warp reads the kernels'
-parameter annotations as objects.
 """
 import functools
+import os
 
-from ..harness.kernels import need, ordinal, typed_args
+from ..harness.kernels import (
+    need,
+    ordinal,
+    python_kernels,
+    typed_args,
+    warp_kernels,
+    warp_loops,
+    warp_start,
+)
 from ..harness.model import LAUNCH, RowSpec, Skip, Source
 from ..harness.timing import argenv, arglist, batched, spelled_loop
 
 
 def _setup_numba(ctx):
+    # Numba-CUDA warns on every launch of fewer than 128 blocks; the warning
+    # machinery would be timed with each launch. Off (read when numba is
+    # first imported, and set again below), and said so in the note.
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
     numba = need("numba", "numba-cuda")
     cuda = need("numba.cuda", "numba-cuda")
     try:
@@ -27,16 +37,7 @@ def _setup_numba(ctx):
         raise Skip("numba.cuda.is_available() is False (no GPU or no usable driver/NVVM "
                    "for Numba)")
     cuda.select_device(ordinal(ctx.device))
-
-    @cuda.jit
-    def empty4(a, x, y, n):
-        pass
-
-    @cuda.jit
-    def empty16(a, x, y, n, b, u, v, m, c, p, q, k, s, r, t, w):
-        pass
-
-    kernels = {4: empty4, 16: empty16}
+    kernels = python_kernels(cuda.jit)
     out = {"numba.indexed": {}, "numba.configured": {}}
     for n in ctx.params:
         kern = kernels[n]
@@ -57,16 +58,7 @@ def _setup_triton(ctx):
                    "CUDA device")
     dev = torch.device("cuda", ordinal(ctx.device))
     torch.cuda.set_device(dev)
-
-    @triton.jit
-    def empty4(a, x, y, n):
-        pass
-
-    @triton.jit
-    def empty16(a, x, y, n, b, u, v, m, c, p, q, k, s, r, t, w):
-        pass
-
-    kernels = {4: empty4, 16: empty16}
+    kernels = python_kernels(triton.jit)
     dtypes = {"float32": torch.float32, "float64": torch.float64, "int32": torch.int32}
     out = {"triton.launch": {}}
     for n in ctx.params:
@@ -79,46 +71,17 @@ def _setup_triton(ctx):
 
 
 def _setup_warp(ctx):
-    wp = need("warp", "warp-lang")
-    try:
-        wp.config.quiet = True
-    except AttributeError:
-        pass
-    wp.init()
+    wp = warp_start()
     if not wp.is_cuda_available():
         raise Skip("warp.is_cuda_available() is False")
     device = wp.get_device(f"cuda:{ordinal(ctx.device)}")
-
-    def empty4(a: float, x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
-               n: int):
-        pass
-
-    def empty16(a: float, x: wp.array(dtype=wp.float32), y: wp.array(dtype=wp.float32),
-                n: int, b: float, u: wp.array(dtype=wp.float32), v: wp.array(dtype=wp.float32),
-                m: int, c: wp.float64, p: wp.array(dtype=wp.float64),
-                q: wp.array(dtype=wp.float64), k: wp.int64, s: wp.uint32,
-                r: wp.array(dtype=wp.int32), t: wp.array(dtype=wp.int32), w: wp.uint64):
-        pass
-
-    kernels = {}
-    for n, fn in ((4, empty4), (16, empty16)):
-        try:
-            kernels[n] = wp.kernel(fn, module="unique")
-        except TypeError:                   # releases without per-kernel modules
-            kernels[n] = wp.kernel(fn)
-    dtypes = {"float32": wp.float32, "float64": wp.float64, "int32": wp.int32}
+    kernels = warp_kernels(wp)
     sync = functools.partial(wp.synchronize_device, device)
     out = {"warp.launch": {}, "warp.recorded": {}}
     for n in ctx.params:
-        kern = kernels[n]
-        args = typed_args(n, lambda a: wp.empty(a.shape, dtype=dtypes[str(a.dtype)],
-                                                device=device), "python")
-        cmd = wp.launch(kern, dim=1, inputs=list(args), device=device, record_cmd=True)
-        env = {"wp": wp, "kern": kern, "device": device, "cmd": cmd, **argenv(args)}
-        out["warp.launch"][n] = batched(
-            spelled_loop(f"wp.launch(kern, dim=1, inputs=[{arglist(n)}], device=device)", env),
-            sync, ctx.batch)
-        out["warp.recorded"][n] = batched(spelled_loop("cmd.launch()", env), sync, ctx.batch)
+        loops = warp_loops(wp, kernels[n], n, device, wp.empty)
+        out["warp.launch"][n] = batched(loops["launch"], sync, ctx.batch)
+        out["warp.recorded"][n] = batched(loops["recorded"], sync, ctx.batch)
     return out
 
 

@@ -2,13 +2,15 @@
 
 QUICKLAUNCH times quicklaunch's three launch paths (indexed, configured,
 direct), many launches in flight, launch + synchronise round trips and
-synchronisation alone, and the same from C (cuda_baseline.c, see
-gpu_baseline.py) with the very kernel handles quicklaunch launches. With
-``ctx.check`` both first launch a kernel that computes and compare its
-result. REFERENCE gives the floor every Python launcher pays (no GPU): the
-empty loop step and a C-extension call taking the arguments.
+synchronisation alone, and the same from C (harness/baseline.py: a C loop
+on the device's launch entry, cuLaunchKernel, with cuCtxSynchronize from
+the driver library the backend launches through) with the very kernel
+handles quicklaunch launches. With ``ctx.check`` both first launch a kernel
+that computes and compare its result. REFERENCE gives the floor every
+Python launcher pays (no GPU): the empty loop step and a C-extension call
+taking the arguments.
 """
-from .baseline import CudaBaseline, build_cuda_baseline, c_params, driver_facts
+from ..harness.baseline import CBaseline, c_params
 from ..harness.kernels import bench_kernels, typed_args
 from ..harness.model import INFLIGHT, LAUNCH, RowSpec, Skip, Source
 from ..harness.timing import argenv, arglist, batched, in_flight, plain, spelled_loop
@@ -89,50 +91,36 @@ def _check_quicklaunch(ql, np, dev):
 
 
 def _c_timers(ctx, ql, np, dev, kernels, sync):
-    libcuda, api, ql_entry = driver_facts()
-    c = CudaBaseline(build_cuda_baseline(), libcuda, api)
-    ctx.info["c_baseline_calls_quicklaunch_entry"] = (None if ql_entry is None
-                                                      else c.entry == ql_entry)
+    c = CBaseline(dev, sync="cuCtxSynchronize")
     if ctx.check:
         k = ql.compile(CHECK_SOURCE, device=dev).get_kernel("axpy4")
         x = ql.asarray(np.arange(32, dtype=np.float32), device=dev)
         y = ql.asarray(np.ones(32, np.float32), device=dev)
         block, holders = c_params(k, (2.0, x, y, 32))
         sync()
-        status = c.lib.qlcb_launch_once(k._handle, block, 1, 32)
-        if status:
-            raise RuntimeError(f"cuLaunchKernel from C returned CUresult {status}")
+        c.launch_once(k, block, 1, 32)
         sync()
         want = 2 * np.arange(32, dtype=np.float32) + 1
         if not np.array_equal(y.numpy(), want):
             raise RuntimeError("check kernel computed wrong values when launched from C: "
                                f"{y.numpy()[:6]} ..., expected {want[:6]} ...")
         ctx.info["c_baseline_result_check"] = "passed"
+
+    # sync() first: quicklaunch makes its context current on this thread if
+    # another library left a different one current; C relies on that.
+    def timer(measure):
+        def run(it):
+            sync()
+            return measure(it)
+        return run
+
     out = {"c.launch": {}, "c.inflight": {}, "c.roundtrip": {}, "c.sync": {}}
     for n, (k, args) in kernels.items():
-        block, holders = c_params(k, args)
-        keep = (block, holders, c)        # alive as long as the timers
-
-        # sync() first: quicklaunch makes its context current on this thread if
-        # another library left a different one current; C relies on that.
-        def launch(it, k=k, keep=keep):
-            sync()
-            return c.launch_ns(k._handle, keep[0], it, ctx.batch)
-
-        def inflight(it, k=k, keep=keep):
-            sync()
-            return c.inflight_ns(k._handle, keep[0], it)
-
-        def roundtrip(it, k=k, keep=keep):
-            sync()
-            return c.roundtrip_ns(k._handle, keep[0], it)
-
-        def sync_alone(it):
-            sync()
-            return c.sync_ns(it)
-
-        out["c.launch"][n], out["c.inflight"][n] = launch, inflight
-        out["c.roundtrip"][n], out["c.sync"][n] = roundtrip, sync_alone
+        p = c_params(k, args)     # (block, the values it points to): held by the timers
+        out["c.launch"][n] = timer(lambda it, k=k, p=p: c.launch_ns(k, p[0], it, ctx.batch))
+        out["c.inflight"][n] = timer(lambda it, k=k, p=p: c.inflight_ns(k, p[0], it))
+        out["c.roundtrip"][n] = timer(lambda it, k=k, p=p: c.roundtrip_ns(k, p[0], it))
+        out["c.sync"][n] = timer(c.sync_ns)
     return out
 
 
@@ -142,7 +130,8 @@ QUICKLAUNCH = Source("quicklaunch", (
             "run = k.configure(1, 1) once; run(a, x, y, n)"),
     RowSpec("ql.direct", "quicklaunch direct", LAUNCH, "k.launch(1, 1, a, x, y, n)"),
     RowSpec("c.launch", "C baseline", LAUNCH,
-            "C loop calling cuLaunchKernel with a prebuilt void *params[] (cuda_baseline.c)"),
+            "C loop calling cuLaunchKernel (the backend's launch entry) with a prebuilt "
+            "void *params[] (harness/baseline.c)"),
     RowSpec("ql.inflight", "quicklaunch configured, many in flight", INFLIGHT,
             "launches back to back, then one cuCtxSynchronize, all timed"),
     RowSpec("c.inflight", "C baseline, many in flight", INFLIGHT,

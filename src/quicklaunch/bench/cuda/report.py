@@ -6,15 +6,14 @@ two tables, host cost per launch (with the difference to the C baseline)
 and kernels in flight / round trips; ``write`` puts both in a directory.
 """
 import datetime
-import json
-import os
 from pathlib import Path
 
 from ..harness.model import INFLIGHT, LAUNCH, OK, Context
+from ..harness.results import write_json
 
 
 def result_json(run_result: dict, ctx: Context, config: dict, extra: dict) -> dict:
-    return {"benchmark": "CUDA launch overhead (benchmarks/gpu_launch.py)",
+    return {"benchmark": "CUDA launch overhead (python -m quicklaunch.bench.cuda)",
             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "config": {**config, "mode": run_result["mode"], "batch": ctx.batch,
                        "inflight": ctx.inflight, "roundtrip": ctx.roundtrip,
@@ -97,11 +96,8 @@ def _note(r: dict) -> str:
 
 
 def write(result: dict, out_dir: Path) -> tuple[Path, Path]:
-    out_dir.mkdir(parents=True, exist_ok=True)
-    js, md = out_dir / "results.json", out_dir / "results.md"
-    tmp = js.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(result, indent=1, default=str) + "\n")
-    os.replace(tmp, js)
+    js = write_json(result, out_dir / "results.json")
+    md = out_dir / "results.md"
     md.write_text(markdown(result))
     return js, md
 

@@ -1,9 +1,9 @@
 """The sources of the CUDA launch benchmark, in table order.
 
-``SOURCES`` (the default ``--sources``, quicklaunch.bench.gpu_sources:SOURCES)
-is quicklaunch with its C baseline (gpu_quicklaunch.py), then every peer:
-cuda.core, CuPy and torch (gpu_peers.py), Numba-CUDA, Triton and Warp
-(gpu_peers_jit.py), then the reference rows. Each is a Source (gpu_model.py)
+``SOURCES`` (the default ``--sources``, quicklaunch.bench.cuda.sources:SOURCES)
+is quicklaunch with its C baseline (quicklaunch.py), then every peer:
+cuda.core, CuPy and torch (peers.py), Numba-CUDA, Triton and Warp
+(peers_jit.py), then the reference rows. Each is a Source (harness/model.py)
 whose setup imports its library, compiles the empty kernels and returns
 timers; no peer library is imported until its setup runs.
 """

@@ -1,46 +1,161 @@
-"""Timing helpers shared by the benchmarks: medians of repeated loops, and
-the C baselines built by the host compiler at bench time."""
-from __future__ import annotations
+"""The C baseline of every launch benchmark: baseline.c from Python.
 
+``CBaseline(device, sync=...)`` is a C loop calling the device's launch
+entry (``device.backend.launch_entry``: the very function quicklaunch's
+launcher calls) with a kernel handle quicklaunch loaded and a prebuilt
+``void *params[]``; an asynchronous device names its synchronise function,
+found in the library its backend launches through
+(``device.backend.entry_library``). ``c_params`` builds the parameter block
+for a kernel's arguments. ``library`` is baseline.c built by the host C
+compiler (``find_cc``: ``$CC``, else cc, gcc or clang) and loaded, once per
+process.
+"""
 import ctypes
 import functools
-import statistics
+import os
+import shutil
 import subprocess
 import tempfile
-import time
 from pathlib import Path
 
-from ...backends.cpu import toolchain
+SOURCE = Path(__file__).with_name("baseline.c")
 
-BASELINE_SOURCE = Path(__file__).with_name("baseline.c")
+# quicklaunch Param.kind -> ctypes type for the parameter block
+_CTYPES = {"int8": ctypes.c_int8, "int16": ctypes.c_int16, "int32": ctypes.c_int32,
+           "int64": ctypes.c_int64, "uint8": ctypes.c_uint8, "uint16": ctypes.c_uint16,
+           "uint32": ctypes.c_uint32, "uint64": ctypes.c_uint64, "float32": ctypes.c_float,
+           "float64": ctypes.c_double, "bool": ctypes.c_bool}
+
+_vp, _ui, _ln = ctypes.c_void_p, ctypes.c_uint, ctypes.c_long
+_pp = ctypes.POINTER(ctypes.c_void_p)
+_SIGNATURES = {
+    "ql_bench_symbol": (_vp, [ctypes.c_char_p, ctypes.c_char_p]),
+    "ql_bench_error": (ctypes.c_char_p, []),
+    "ql_bench_launch_once": (ctypes.c_int, [_vp, _vp, _pp, _ui, _ui]),
+    "ql_bench_launch_ns": (ctypes.c_double, [_vp, _vp, _vp, _pp, _ui, _ui, _ln, _ln]),
+    "ql_bench_inflight_ns": (ctypes.c_double, [_vp, _vp, _vp, _pp, _ui, _ui, _ln]),
+    "ql_bench_roundtrip_ns": (ctypes.c_double, [_vp, _vp, _vp, _pp, _ui, _ui, _ln]),
+    "ql_bench_sync_ns": (ctypes.c_double, [_vp, _ln]),
+    "ql_bench_saxpy_ns": (ctypes.c_double, [ctypes.c_float, _vp, _vp, _ln, _ln]),
+}
 
 
-def median_ns(fn, iters: int, repeats: int) -> float:
-    """Median over ``repeats`` of the ns per call of ``fn(iters)``, which runs
-    the loop being measured itself (so the loop is the caller's own code)."""
-    fn(max(iters // 10, 1))  # warm up
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter_ns()
-        fn(iters)
-        samples.append((time.perf_counter_ns() - t0) / iters)
-    return statistics.median(samples)
+def find_cc() -> str | None:
+    """The C compiler: ``$CC``, else cc, gcc or clang; None when there is none."""
+    for cc in (os.environ.get("CC"), "cc", "gcc", "clang"):
+        if cc and shutil.which(cc):
+            return shutil.which(cc)
+    return None
+
+
+def build(out_dir=None, extra_flags=()) -> Path:
+    """Compiles baseline.c into a shared library and returns its path;
+    RuntimeError with the compiler's output when that fails."""
+    cc = find_cc()
+    if cc is None:
+        raise RuntimeError("no C compiler ($CC, cc, gcc or clang) for the C baseline")
+    out = Path(out_dir or tempfile.mkdtemp(prefix="quicklaunch-bench-")) / "baseline.so"
+    cmd = [cc, "-x", "c", "-std=gnu11", "-O3", "-march=native", "-fPIC", "-shared",
+           *extra_flags, "-o", str(out), str(SOURCE), "-ldl"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"building the C baseline failed: {' '.join(cmd)}\n{proc.stderr}")
+    return out
+
+
+def load(path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    for name, (res, args) in _SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype, fn.argtypes = res, args
+    return lib
 
 
 @functools.lru_cache(maxsize=1)
-def baseline_library() -> ctypes.CDLL:
-    """baseline.c compiled with -O3 -march=native and loaded in this process."""
-    compiler = toolchain.find_compiler()
-    out = Path(tempfile.mkdtemp(prefix="quicklaunch-bench-")) / "baseline.so"
-    cmd = [compiler.path, "-x", "c", "-std=gnu11", "-O3", "-march=native", "-fPIC", "-shared",
-           "-o", str(out), str(BASELINE_SOURCE)]
-    subprocess.run(cmd, check=True, capture_output=True)
-    lib = ctypes.CDLL(str(out))
-    lib.ql_bench_launch_ns.restype = ctypes.c_double
-    lib.ql_bench_launch_ns.argtypes = [ctypes.c_void_p, ctypes.c_void_p,
-                                       ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint,
-                                       ctypes.c_uint, ctypes.c_long]
-    lib.ql_bench_saxpy_ns.restype = ctypes.c_double
-    lib.ql_bench_saxpy_ns.argtypes = [ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p,
-                                      ctypes.c_long, ctypes.c_long]
-    return lib
+def library() -> ctypes.CDLL:
+    """baseline.c built and loaded in this process (once)."""
+    return load(build())
+
+
+def kernel_handle(kernel) -> int:
+    """What the launch entry takes as the kernel (its loaded function)."""
+    return kernel._handle
+
+
+def device_address(obj) -> int:
+    """The address a pointer parameter gets: a ``ql`` buffer's ``ptr``, else
+    the CUDA array interface's or the NumPy array interface's data pointer."""
+    ptr = getattr(obj, "ptr", None)
+    if isinstance(ptr, int):
+        return ptr
+    for attr in ("__cuda_array_interface__", "__array_interface__"):
+        iface = getattr(obj, attr, None)
+        if iface is not None:
+            return iface["data"][0]
+    raise TypeError(f"the C baseline cannot pass a {type(obj).__name__} as a pointer")
+
+
+def c_params(kernel, args):
+    """A void *params[] block holding ``args`` as the kernel's parameters, and
+    the ctypes objects that keep the values alive (hold both)."""
+    holders = []
+    for p, a in zip(kernel.params, args):
+        if p.kind.endswith("pointer"):
+            holders.append(ctypes.c_uint64(device_address(a)))
+        elif p.kind in _CTYPES:
+            holders.append(_CTYPES[p.kind](a))
+        else:
+            raise TypeError(f"the C baseline cannot pass parameter {p.name} of kind {p.kind}")
+    block = (ctypes.c_void_p * max(len(holders), 1))(*[ctypes.addressof(h) for h in holders])
+    return block, holders
+
+
+class CBaseline:
+    """The C loops on one device's launch entry. ``sync``: the name of the
+    device's synchronise function (``"cuCtxSynchronize"``) in the backend's
+    entry library, for the timings that synchronise; None where launches
+    return when done (the CPU). Figures come back as ns per launch, and a
+    refused call as a RuntimeError."""
+
+    def __init__(self, device, sync: str | None = None, lib=None):
+        self.lib = lib or library()
+        backend = device.backend
+        self.entry = backend.launch_entry
+        self.sync = None
+        if sync:
+            self.sync = self.lib.ql_bench_symbol(str(backend.entry_library).encode(),
+                                                 sync.encode())
+            if not self.sync:
+                raise RuntimeError(self.lib.ql_bench_error().decode(errors="replace"))
+
+    @staticmethod
+    def _ns(value, what):
+        if value < 0:
+            raise RuntimeError(f"{what} from C: the device returned status {-value:.0f}")
+        return value
+
+    def launch_once(self, kernel, params, grid=1, block=1) -> None:
+        status = self.lib.ql_bench_launch_once(self.entry, kernel_handle(kernel), params,
+                                               grid, block)
+        if status:
+            raise RuntimeError(f"a launch from C: the device returned status {status}")
+
+    def launch_ns(self, kernel, params, iters, batch=0, grid=1, block=1) -> float:
+        return self._ns(self.lib.ql_bench_launch_ns(self.entry, self.sync, kernel_handle(kernel),
+                                                    params, grid, block, iters, batch),
+                        "a launch")
+
+    def inflight_ns(self, kernel, params, n, grid=1, block=1) -> float:
+        return self._ns(self.lib.ql_bench_inflight_ns(self.entry, self.sync,
+                                                      kernel_handle(kernel), params, grid,
+                                                      block, n), "a launch")
+
+    def roundtrip_ns(self, kernel, params, iters, grid=1, block=1) -> float:
+        return self._ns(self.lib.ql_bench_roundtrip_ns(self.entry, self.sync,
+                                                       kernel_handle(kernel), params, grid,
+                                                       block, iters), "launch + sync")
+
+    def sync_ns(self, iters) -> float:
+        if not self.sync:
+            raise RuntimeError("no synchronise function was named for this device")
+        return self._ns(self.lib.ql_bench_sync_ns(self.sync, iters), "a synchronisation")

@@ -7,18 +7,10 @@ the requested rounds (as in the CPU launch benchmark), so slow drifts hit
 every row alike; a timer that fails loses its cell, not the run.
 """
 import math
-import os
 import time
 from collections.abc import Callable
 
 from .model import ERROR, LAUNCH, OK, SKIPPED, Context, Row, Source, describe
-
-
-def prepare_environment() -> None:
-    """Settings that must be made before the peers are imported."""
-    # Numba-CUDA warns on every launch of fewer than 128 blocks; the warning
-    # machinery would be timed with each launch. Off, and said so in the note.
-    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
 
 def _blank_rows(source: Source) -> list[Row]:

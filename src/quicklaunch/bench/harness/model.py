@@ -1,4 +1,4 @@
-"""The CUDA launch benchmark's vocabulary: sources, rows and their statuses.
+"""The launch benchmarks' vocabulary: sources, rows and their statuses.
 
 A *source* is one library (or quicklaunch with its C baseline). It declares
 its rows up front (``RowSpec``), so that when it cannot run (not installed,
@@ -11,7 +11,9 @@ an exception (that cell failed, e.g. ``NotApplicable``).
 
 A ``Row`` is one line of the result tables: its timers while measuring, its
 samples afterwards, and how it round-trips through JSON (child processes and
-results.json). ``describe`` turns an exception into a row's status and reason.
+results.json). ``describe`` turns an exception into a row's status and reason;
+``load_sources`` finds a list of sources by name (``module:attribute``), as
+child processes do.
 """
 import importlib
 import statistics
@@ -22,8 +24,6 @@ LAUNCH = "launch"        # table 1: host cost per launch
 INFLIGHT = "inflight"    # table 2: many kernels in flight, launch + sync
 OK, SKIPPED, ERROR = "ok", "skipped", "error"
 
-DEFAULT_SOURCES = "quicklaunch.bench.cuda.sources:SOURCES"   # --sources: module:attribute
-
 
 class Skip(Exception):
     """The row cannot run here, for the stated reason (not an error)."""
@@ -31,6 +31,13 @@ class Skip(Exception):
 
 class NotApplicable(Skip):
     """The row has no such measurement (e.g. torch has no 16-argument op)."""
+
+
+def only_on(ctx, kind: str) -> None:
+    """Raises Skip unless the benchmark's device is of ``kind`` (a peer that
+    only launches there)."""
+    if str(ctx.device).split(":")[0] != kind:
+        raise Skip(f"a {kind} peer; the bench device is {ctx.device}")
 
 
 @dataclass(frozen=True)

@@ -1,30 +1,31 @@
-"""The whole CUDA launch benchmark run: probe, set up, measure.
+"""A whole launch benchmark run: probe, set up, measure.
 
 Each source is first *probed* in a child process (set up, a few launches),
 all probes at once: a peer that is missing, raises or even crashes the
 interpreter costs its rows, not the run. Sources that pass are then set up
 in this process and measured together, the repeats going round-robin over
-all rows (gpu_measure.py) so slow drifts hit every row alike.
+all rows (measure.py) so slow drifts hit every row alike.
 ``isolated=True`` (``--isolated``) measures each source in its own child
-process instead (gpu_workers.py).
+process instead (workers.py).
 """
 import time
 from collections.abc import Callable
 
 from .measure import failed_rows, measure, setup_source
-from .model import DEFAULT_SOURCES, ERROR, OK, Context, Row, Source
+from .model import ERROR, OK, Context, Row, Source
 from .workers import run_workers
 
 
 def run(sources: list[Source], ctx: Context, *, iters: int, repeats: int, budget: float | None,
         probe: bool = True, isolated: bool = False, probe_timeout: float = 90.0,
-        sources_ref: str = DEFAULT_SOURCES,
+        sources_ref: str | None = None,
         on_progress: Callable | None = None, checkpoint: Callable | None = None) -> dict:
     """Sets up and measures every source; returns {"rows", "probes", "mode",
     "measured", "seconds"}. Sources that fail their probe are not set up
-    here. ``checkpoint(partial result)`` is called once the rows are set up
-    and after every round, so a run stopped from outside still leaves its
-    figures so far."""
+    here. ``sources_ref`` (module:attribute) is how child processes find
+    ``sources``: needed for probes and ``isolated``. ``checkpoint(partial
+    result)`` is called once the rows are set up and after every round, so
+    a run stopped from outside still leaves its figures so far."""
     say = on_progress or (lambda msg: None)
     t0 = time.monotonic()
     rows: list[Row] = []

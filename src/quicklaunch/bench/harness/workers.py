@@ -1,11 +1,12 @@
-"""Child-process isolation for the CUDA launch benchmark.
+"""Child-process isolation for the launch benchmarks.
 
 Each source can be set up and measured in a child process,
 ``python -m quicklaunch.bench.harness.workers ...``, which writes its rows as
 JSON: a peer that is missing, raises, hangs or even crashes the interpreter
 costs its rows, not the run. ``run_workers`` is the parent side (start the
 children, wait with a timeout, turn a crash into a reason); ``worker_main``
-is the child side.
+is the child side. ``child_env`` and ``crash_name`` serve every benchmark
+that runs children (the CG probes too).
 """
 import argparse
 import json
@@ -18,16 +19,25 @@ import tempfile
 import time
 from pathlib import Path
 
-from .measure import measure, prepare_environment, setup_source
-from .model import DEFAULT_SOURCES, Context, Row, Source, load_sources
+from .measure import measure, setup_source
+from .model import Context, Row, Source, load_sources
 
 
-def _child_env() -> dict:
+def child_env() -> dict:
+    """This environment, with the quicklaunch being run first on the path."""
     env = dict(os.environ)
     here = str(Path(__file__).resolve().parents[3])   # the directory holding quicklaunch/
     env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
+
+
+def crash_name(returncode: int) -> str:
+    """The signal that ended a child (a negative return code): "SIGABRT"."""
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
 
 
 def _worker_cmd(source: str, ctx: Context, iters: int, repeats: int, out: Path,
@@ -49,9 +59,12 @@ def run_workers(sources: list[Source], ctx: Context, iters: int, repeats: int, t
     """Runs each source in a child process (all at once when ``parallel``).
     Returns {source name: {"rows": [Row], "info": {...}} or {"failure": reason,
     "log": stderr tail}}; never raises for what a child does."""
-    tmp = Path(tempfile.mkdtemp(prefix="quicklaunch-gpu-bench-"))
+    tmp = Path(tempfile.mkdtemp(prefix="quicklaunch-bench-"))
     results: dict = {}
-    env = _child_env()
+    if not sources_ref:
+        raise ValueError("child processes find their sources by name: give sources_ref "
+                         "(module:attribute)")
+    env = child_env()
 
     def start(src: Source):
         out = tmp / f"{src.name}.json"
@@ -82,11 +95,7 @@ def run_workers(sources: list[Source], ctx: Context, iters: int, repeats: int, t
         elif timed_out:
             why = f"did not finish within {timeout:.0f} s"
         elif proc.returncode < 0:
-            try:
-                name = signal.Signals(-proc.returncode).name
-            except ValueError:
-                name = f"signal {-proc.returncode}"
-            why = f"crashed ({name})"
+            why = f"crashed ({crash_name(proc.returncode)})"
         else:
             why = f"exited with status {proc.returncode}"
         last = [ln for ln in text.strip().splitlines() if ln.strip()][-1:] or [""]
@@ -110,7 +119,7 @@ def worker_main(argv: list[str]) -> int:
     source, write its rows as JSON."""
     p = argparse.ArgumentParser(prog="python -m quicklaunch.bench.harness.workers")
     p.add_argument("--source", required=True)
-    p.add_argument("--sources", default=DEFAULT_SOURCES)
+    p.add_argument("--sources", required=True, help="module:attribute naming the sources")
     p.add_argument("--json", required=True)
     p.add_argument("--device", default="cuda")
     p.add_argument("--iters", type=int, default=200)
@@ -123,7 +132,6 @@ def worker_main(argv: list[str]) -> int:
     a = p.parse_args(argv)
     import faulthandler
     faulthandler.enable()          # a crash leaves a Python traceback in the probe's log
-    prepare_environment()
     source = {s.name: s for s in load_sources(a.sources)}[a.source]
     ctx = Context(device=a.device, params=tuple(int(n) for n in a.params.split(",")),
                   batch=a.batch, inflight=a.inflight, roundtrip=a.roundtrip,

@@ -1,70 +1,50 @@
 """HIP launch overhead: quicklaunch's launch paths against a C loop calling
-hipModuleLaunchKernel with the same kernel handle (hip_baseline.c), and
-CuPy-ROCm and torch-ROCm when they are installed, in one run.
+hipModuleLaunchKernel (the device's launch entry) with the same kernel
+handle, and CuPy-ROCm and torch-ROCm when they are installed, in one run.
 
-    python benchmarks/hip_launch.py [--device hip:0] [--quick] [--out DIR]
+    python -m quicklaunch.bench.hip [--device hip:0] [--quick] [--out DIR]
 
-Every row launches the same empty-work 4-parameter kernel (float, float *,
-float *, int) with grid 1 and block 32 on the null stream, in batches that
-are timed without the synchronisation between them; a row reports the
-median and the best nanoseconds per launch over the batches. torch has no
-user-kernel launch of this shape: its row is ``x.add_(1)`` on 32 floats, the
-smallest launch it makes, marked as such. Prints a Markdown table and
-writes DIR/hip_results.json and DIR/hip_results.md. NEVER RUN ON HARDWARE
-YET (benchmarks/hip_check.sh runs it; docs/hip-device.md says what is known).
+Every row launches the same 4-parameter kernel (float, float *, float *,
+int; n = 0, so it does no work) with grid 1 and block 32 on the null stream,
+in batches whose launches are timed without the synchronisation between
+them; a row reports the median and the best nanoseconds per launch over the
+batches. Python rows spell their arguments out in a loop of their own, like
+every launch benchmark (harness/timing.py); the C row is harness/baseline.c
+on ``dev.backend.launch_entry``, with hipDeviceSynchronize from the runtime
+library the backend launches through. torch has no user-kernel launch of
+this shape: its row is ``x.add_(1)`` on 32 floats, the smallest launch it
+makes, marked as such. Prints a Markdown table and writes
+DIR/hip_results.json and DIR/hip_results.md. NEVER RUN ON HARDWARE YET
+(benchmarks/hip_check.sh runs it; docs/hip-device.md says what is known).
 Exit status 0 when the C baseline and quicklaunch's rows were measured.
 """
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from ..harness.baseline import CBaseline, c_params
+from ..harness.facts import machine
+from ..harness.results import write_json
+from ..harness.timing import argenv, arglist, batched, spelled_loop
+
 SOURCE = r"""
 extern "C" __global__ void saxpy(float a, const float *x, float *y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = a * x[i] + y[i];
 }
 """
+BLOCK = 32
 
 
-def batches(launch, sync, count: int, size: int) -> tuple[float, float]:
-    for _ in range(size):   # warm up
-        launch()
-    sync()
-    per = []
-    for _ in range(count):
-        t0 = time.perf_counter_ns()
-        for _ in range(size):
-            launch()
-        per.append((time.perf_counter_ns() - t0) / size)
-        sync()
+def batches(timer, count: int, size: int) -> tuple[float, float]:
+    """(median, best) ns per launch over ``count`` batches of ``size``
+    launches, ``timer(size)`` timing one batch; one batch first, untimed."""
+    timer(size)
+    per = [timer(size) for _ in range(count)]
     return statistics.median(per), min(per)
-
-
-def c_baseline(dev, prog, count, size) -> tuple[float, float]:
-    cc = shutil.which("gcc") or shutil.which("cc")
-    if cc is None:
-        raise RuntimeError("no C compiler")
-    with tempfile.TemporaryDirectory() as tmp:
-        exe, co = Path(tmp) / "hip_baseline", Path(tmp) / "saxpy.co"
-        subprocess.run([cc, "-O2", "-o", str(exe), str(Path(__file__).with_name("baseline.c")), "-ldl"],
-                       check=True, capture_output=True, text=True)
-        co.write_bytes(prog.code_object)
-        out = subprocess.run([str(exe), dev.backend.runtime.path, str(co), "saxpy", str(count),
-                              str(size), str(dev.ordinal)], capture_output=True, text=True,
-                             timeout=300)
-        if out.returncode:
-            raise RuntimeError(out.stderr.strip() or f"exit {out.returncode}")
-        median, best = out.stdout.split()
-        return float(median), float(best)
 
 
 def rows_for(dev, count: int, size: int) -> list[dict]:
@@ -82,29 +62,36 @@ def rows_for(dev, count: int, size: int) -> list[dict]:
             rows.append({"name": name, "median_ns": None, "best_ns": None,
                          "note": f"{type(exc).__name__}: {exc}"[:300]})
 
-    mod = ql.compile(SOURCE, device=dev)
-    k = mod.saxpy
+    def timed(statement, env, sync):
+        return lambda: batches(batched(spelled_loop(statement, env), sync, size), count, size)
+
+    k = ql.compile(SOURCE, device=dev).saxpy
     x, y = ql.zeros(32, device=dev), ql.zeros(32, device=dev)
+    args = (2.0, x, y, 0)
+    a = arglist(4)
+    env = {"k": k, "run": k.configure(1, BLOCK), **argenv(args)}
     sync = dev.synchronize
-    add("C: hipModuleLaunchKernel", lambda: c_baseline(dev, mod._program, count, size))
-    add("Python: the timing loop alone (a no-op lambda)",
-        lambda: batches(lambda: None, lambda: None, count, size),
-        "what every Python row below pays for the loop; not a launch")
-    run = k.configure(1, 32)
-    add("quicklaunch: run = k.configure(1, 32); run(...)",
-        lambda: batches(lambda: run(2.0, x, y, 0), sync, count, size))
-    add("quicklaunch: k[1, 32](...)", lambda: batches(lambda: k[1, 32](2.0, x, y, 0), sync,
-                                                      count, size))
-    add("quicklaunch: k.launch(1, 32, ...)",
-        lambda: batches(lambda: k.launch(1, 32, 2.0, x, y, 0), sync, count, size))
+
+    def c_row():
+        c = CBaseline(dev, sync="hipDeviceSynchronize")
+        block, holders = c_params(k, args)
+        return batches(lambda n: c.launch_ns(k, block, n, n, 1, BLOCK), count, size)
+
+    add("C: hipModuleLaunchKernel", c_row,
+        "the backend's launch entry, called from C with a prebuilt void *params[]")
+    add("Python: the timing loop alone", timed("pass", {}, sync),
+        "the empty loop step every Python row below pays; not a launch")
+    add(f"quicklaunch: run = k.configure(1, {BLOCK}); run(...)", timed(f"run({a})", env, sync))
+    add(f"quicklaunch: k[1, {BLOCK}](...)", timed(f"k[1, {BLOCK}]({a})", env, sync))
+    add(f"quicklaunch: k.launch(1, {BLOCK}, ...)", timed(f"k.launch(1, {BLOCK}, {a})", env, sync))
     try:
         import cupy
         rk = cupy.RawKernel(SOURCE, "saxpy")
         cx, cy = cupy.zeros(32, cupy.float32), cupy.zeros(32, cupy.float32)
-        a, n = np.float32(2.0), np.int32(0)
         add(f"CuPy {cupy.__version__}: RawKernel",
-            lambda: batches(lambda: rk((1,), (32,), (a, cx, cy, n)),
-                            cupy.cuda.runtime.deviceSynchronize, count, size))
+            timed(f"rk((1,), ({BLOCK},), (a0, a1, a2, a3))",
+                  {"rk": rk, **argenv((np.float32(2.0), cx, cy, np.int32(0)))},
+                  cupy.cuda.runtime.deviceSynchronize))
     except ImportError:
         rows.append({"name": "CuPy", "median_ns": None, "best_ns": None,
                      "note": "not installed (cupy-rocm)"})
@@ -114,7 +101,7 @@ def rows_for(dev, count: int, size: int) -> list[dict]:
             raise ImportError("torch without ROCm")
         t = torch.zeros(32, device=f"cuda:{dev.ordinal}")
         add(f"torch {torch.__version__}: x.add_(1)",
-            lambda: batches(lambda: t.add_(1), torch.cuda.synchronize, count, size),
+            timed("t.add_(1)", {"t": t}, torch.cuda.synchronize),
             "torch's own elementwise kernel, not this one")
     except ImportError as exc:
         rows.append({"name": "torch", "median_ns": None, "best_ns": None,
@@ -135,11 +122,13 @@ def table(rows: list[dict], dev) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv=None, default_out=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m quicklaunch.bench.hip",
+                                 description=__doc__.splitlines()[0])
     ap.add_argument("--device", default="hip:0")
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(HERE / "results" / "hip"))
+    ap.add_argument("--out", default=str(default_out or "hip-launch-results"),
+                    help="directory for hip_results.json and hip_results.md")
     args = ap.parse_args(argv)
     import quicklaunch as ql
     dev = ql.device(args.device)
@@ -150,8 +139,8 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "hip_results.md").write_text(text)
-    (out / "hip_results.json").write_text(json.dumps(
-        {"device": dev.description, "batches": count, "batch": size, "rows": rows}, indent=1))
+    write_json({"device": dev.description, "batches": count, "batch": size,
+                "machine": machine(), "rows": rows}, out / "hip_results.json")
     measured = {r["name"].split(":")[0] for r in rows if r["median_ns"] is not None}
     measured.discard("Python")
     return 0 if {"C", "quicklaunch"} <= measured else 1
