@@ -14,7 +14,8 @@ import threading
 from ctypes import byref, c_int, c_size_t, c_uint64, c_void_p
 
 from ...errors import CudaError, DeviceError, LaunchError
-from ..base import KernelImage, Limits, ModuleImage, ParamImage
+from ..base import Limits, ModuleImage
+from ..gpu.backend import GpuBackend
 from . import driver as drv
 
 __all__ = ["CudaDevice", "open", "usable"]
@@ -28,17 +29,13 @@ FUNC_SHARED_SIZE_BYTES = 1
 FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 
 
-class CudaDevice:
+class CudaDevice(GpuBackend):
     """One GPU behind the backend interface (backends/base.py): the driver
     state, kept on its Device as ``backend``."""
 
     kind = "cuda"
-    host_memory = False
-    cuda_array_interface = True
+    _streams_class = ".streams:CudaStreamOps"
     cuda_stream_protocol = True
-    # never release the GIL around cuLaunchKernel, which only queues the
-    # launch (about 2 us); a release would cost more
-    inline_threads = 2**63
 
     def __init__(self, d: drv.Driver, ordinal: int):
         self.driver = d
@@ -46,7 +43,6 @@ class CudaDevice:
         self.dlpack_device = (DL_CUDA, ordinal)
         self.launch_entry = d.launch_address
         self.entry_library = drv.library_path()
-        self._ops = None
         handle = c_int()
         d.check(d.cuDeviceGet(byref(handle), ordinal), f"cuDeviceGet({ordinal})")
         self.handle = handle.value
@@ -108,13 +104,7 @@ class CudaDevice:
                                name_expressions=name_expressions)
         image = prog.cubin if prog.cubin is not None else prog.ptx.encode()
         library = self.load_module(image, f"{len(prog.kernels)} kernels for {prog.arch}")
-        kernels = tuple(
-            KernelImage(expr, info.lowered_name,
-                        tuple(ParamImage(p.name, p.ctype, p.size, p.align, p.kind)
-                              for p in info.params),
-                        self.function(library, info.lowered_name), getattr(info, "line", 1))
-            for expr, info in prog.kernels.items())
-        return ModuleImage(kernels, library, program=prog, options=options)
+        return ModuleImage(self.kernel_images(prog, library), library, program=prog, options=options)
 
     def global_address(self, image, name, symbol):
         try:
@@ -124,34 +114,7 @@ class CudaDevice:
                 return None
             raise
 
-    # -------------------------------------------------------------- memory
-    def allocate(self, nbytes: int):
-        from . import memory
-        return memory.Allocation(self, nbytes)
-
-    def to_host(self, out, ptr: int) -> None:
-        from . import memory
-        memory.to_host(self, out, ptr)
-
-    def to_device(self, ptr: int, src) -> None:
-        from . import memory
-        memory.to_device(self, ptr, src)
-
-    def fill_bytes(self, ptr: int, value: int, nbytes: int) -> None:
-        from . import memory
-        memory.fill_bytes(self, ptr, value, nbytes)
-
-    def pointer_owner(self, address: int) -> int | None:
-        from . import memory
-        return memory.owner_ordinal(self, address)
-
     # ------------------------------------------------------ streams, sync
-    def stream_ops(self):
-        if self._ops is None:
-            from .streams import CudaStreamOps
-            self._ops = CudaStreamOps(self)
-        return self._ops
-
     def export_sync(self, stream) -> None:
         """A consumer on the legacy default stream (None, 1; -1: no sync
         asked) is ordered after quicklaunch's launches already; any other

@@ -16,7 +16,8 @@ import threading
 from ctypes import byref, c_int, c_size_t, c_void_p
 
 from ...errors import CompileError, CudaError, DeviceError, LaunchError
-from ..base import KernelImage, Limits, ModuleImage, ParamImage
+from ..base import Limits, ModuleImage
+from ..gpu.backend import GpuBackend
 from . import driver as drv
 
 __all__ = ["HipDevice", "open", "usable"]
@@ -31,15 +32,13 @@ _ARCH_NAME = re.compile(rb"(gfx[0-9a-f]{3,5}(?::[a-z_]+[+-])*)\x00")
 _PROPS_BYTES = 16384   # larger than any hipDeviceProp_t so far (about 1.5 KiB)
 
 
-class HipDevice:
+class HipDevice(GpuBackend):
     """One AMD GPU behind the backend interface (backends/base.py): the HIP
     runtime state, kept on its Device as ``backend``."""
 
     kind = "hip"
-    host_memory = False
-    cuda_array_interface = True    # as CuPy and Numba on ROCm read it
+    _streams_class = ".streams:HipStreamOps"
     cuda_stream_protocol = False
-    inline_threads = 2**63         # hipModuleLaunchKernel only queues: keep the GIL
 
     def __init__(self, rt: drv.Runtime, ordinal: int):
         self.runtime = rt
@@ -47,7 +46,6 @@ class HipDevice:
         self.dlpack_device = (DL_ROCM, ordinal)
         self.launch_entry = rt.launch_address
         self.entry_library = rt.path
-        self._ops = None
         self.make_current()
         name = ctypes.create_string_buffer(256)
         rt.check(rt.hipDeviceGetName(name, 256, ordinal), "hipDeviceGetName")
@@ -125,13 +123,7 @@ class HipDevice:
                                source=source, options=options)
         library = self.load_module(prog.code_object,
                                    f"{len(prog.kernels)} kernels for {prog.arch}")
-        kernels = tuple(
-            KernelImage(expr, info.lowered_name,
-                        tuple(ParamImage(p.name, p.ctype, p.size, p.align, p.kind)
-                              for p in info.params),
-                        self.function(library, info.lowered_name), getattr(info, "line", 1))
-            for expr, info in prog.kernels.items())
-        return ModuleImage(kernels, library, program=prog, options=options)
+        return ModuleImage(self.kernel_images(prog, library), library, program=prog, options=options)
 
     def global_address(self, image, name, symbol):
         try:
@@ -141,34 +133,7 @@ class HipDevice:
                 return None
             raise
 
-    # -------------------------------------------------------------- memory
-    def allocate(self, nbytes: int):
-        from . import memory
-        return memory.Allocation(self, nbytes)
-
-    def to_host(self, out, ptr: int) -> None:
-        from . import memory
-        memory.to_host(self, out, ptr)
-
-    def to_device(self, ptr: int, src) -> None:
-        from . import memory
-        memory.to_device(self, ptr, src)
-
-    def fill_bytes(self, ptr: int, value: int, nbytes: int) -> None:
-        from . import memory
-        memory.fill_bytes(self, ptr, value, nbytes)
-
-    def pointer_owner(self, address: int) -> int | None:
-        from . import memory
-        return memory.owner_ordinal(self, address)
-
     # ------------------------------------------------------ streams, sync
-    def stream_ops(self):
-        if self._ops is None:
-            from .streams import HipStreamOps
-            self._ops = HipStreamOps(self)
-        return self._ops
-
     def export_sync(self, stream) -> None:
         """HIP's null stream is 0 (DLPack) or 1 (legacy default): a consumer
         there is ordered after quicklaunch's launches; others must wait."""
