@@ -55,7 +55,7 @@ class Kernel(_launch.KernelCore):
             error_hook=error_hook, dlpack_device=dev.backend.dlpack_device)
         self.name = name
         self.lowered_name = lowered_name
-        self._handle = handle
+        self.handle = handle   # what the device's launch entry takes (CUfunction, ...)
         self.params = params
         self.module = module
         self.device = dev

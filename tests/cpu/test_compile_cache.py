@@ -109,4 +109,4 @@ def test_unsafe_directory_is_refused(env, mode):
 def test_same_source_twice_in_one_process_is_one_module(cpu):
     src = 'extern "C" __global__ void nop(int *x) {}'
     a, b = ql.compile(src, device=cpu), ql.compile(src, device=cpu)
-    assert a.nop._handle == b.nop._handle
+    assert a.nop.handle == b.nop.handle

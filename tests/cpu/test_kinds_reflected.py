@@ -5,6 +5,8 @@ import quicklaunch as ql
 from quicklaunch import kinds
 
 SOURCE = r"""
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
 struct Pair { int a; float b; };
 enum Mode : short { A, B };
 extern "C" __global__ void every_kind(float *w, const double *r, signed char i8, short i16,

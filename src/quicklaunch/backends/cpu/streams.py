@@ -126,7 +126,7 @@ class CpuStreamOps:
     def graph_set_launch(self, g: int, i: int, kernel, grid, block, shared: int,
                          block_bytes: bytes) -> None:
         dims = (c_uint * 6)(*grid, *block)
-        status = self._graph_set_launch(g, i, kernel._handle, dims, shared, block_bytes,
+        status = self._graph_set_launch(g, i, kernel.handle, dims, shared, block_bytes,
                                         len(block_bytes))
         if status == _NOT_READY:
             raise LaunchError("a graph node cannot change while a replay of it is queued; "

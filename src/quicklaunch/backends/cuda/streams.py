@@ -93,7 +93,7 @@ class _KernelParams:
         base = ctypes.addressof(self.block)
         self.pointers = (c_void_p * max(1, len(layout)))(*[base + off for _, _, off in layout])
         self.struct = KernelNodeParams(
-            kernel._handle, *grid, *block, shared,
+            kernel.handle, *grid, *block, shared,
             ctypes.addressof(self.pointers) if layout else None, None, None, context)
 
 

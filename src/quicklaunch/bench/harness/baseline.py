@@ -79,7 +79,7 @@ def library() -> ctypes.CDLL:
 
 def kernel_handle(kernel) -> int:
     """What the launch entry takes as the kernel (its loaded function)."""
-    return kernel._handle
+    return kernel.handle
 
 
 def device_address(obj) -> int:
