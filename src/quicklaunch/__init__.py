@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from . import _launch
 from .devices import Device, default_device, device
-from .errors import (CacheError, CompileError, CudaError, DeviceError, LaunchError,
-                     LaunchOverflowError, LaunchTypeError, LaunchValueError,
+from .errors import (CacheError, CompileError, CompileWarning, CudaError, DeviceError,
+                     LaunchError, LaunchOverflowError, LaunchTypeError, LaunchValueError,
                      QuicklaunchError)
 from .memory import Buffer, asarray, empty, zeros
 from .module import Kernel, KernelNotFoundError, Module, Param, compile
@@ -33,7 +33,8 @@ def __getattr__(name: str):
 
 __all__ = [
     "compile", "Module", "Kernel", "Launcher", "Param", "device", "default_device", "Device",
-    "Buffer", "empty", "zeros", "asarray", "QuicklaunchError", "CompileError", "LaunchError",
+    "Buffer", "empty", "zeros", "asarray", "QuicklaunchError", "CompileError",
+    "CompileWarning", "LaunchError",
     "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
     "DeviceError", "CudaError", "KernelNotFoundError", "LaunchWarning", "trace",
     "Stream", "Event", "graph", "Graph", "__version__",

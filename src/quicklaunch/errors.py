@@ -17,6 +17,7 @@ __all__ = [
     "CacheError",
     "DeviceError",
     "CudaError",
+    "CompileWarning",
 ]
 
 
@@ -79,3 +80,9 @@ class CudaError(QuicklaunchError):
 
     def __str__(self) -> str:
         return self.message
+
+
+class CompileWarning(UserWarning):
+    """Something a compile did to the source that the user should know once:
+    host code dropped, a feature mapped. Silence it with
+    ``warnings.filterwarnings("ignore", category=ql.CompileWarning)``."""
