@@ -14,7 +14,11 @@ import quicklaunch
 from quicklaunch.backends import REGISTRY
 from quicklaunch.backends.base import Backend
 
-PKG = Path(quicklaunch.__file__).parent
+# The rules are about the source: read the checkout's tree (an installed
+# package carries no C headers); the installed one names the C extensions.
+INSTALLED = Path(quicklaunch.__file__).parent
+_CHECKOUT = Path(__file__).resolve().parents[2] / "src" / "quicklaunch"
+PKG = _CHECKOUT if _CHECKOUT.is_dir() else INSTALLED
 
 
 def _module_name(path: Path) -> str:
@@ -27,8 +31,9 @@ def _module_name(path: Path) -> str:
 
 MODULES = {_module_name(p): p for p in PKG.rglob("*.py")}
 # C extensions (quicklaunch._launch, ...): modules too, with no imports of ours
-EXTENSIONS = {_module_name(p.with_name(p.name.split(".")[0] + ".py"))
-              for p in PKG.rglob("*") if p.suffix in (".so", ".pyd")}
+EXTENSIONS = {_module_name(PKG / p.relative_to(root).with_name(p.name.split(".")[0] + ".py"))
+              for root in {PKG, INSTALLED} for p in root.rglob("*")
+              if p.suffix in (".so", ".pyd")}
 
 
 def _resolve(current: str, is_pkg: bool, level: int, target: str | None) -> str:
