@@ -199,8 +199,77 @@ QL_FN void fiber_main(void *arg) {
 
 QL_FN unsigned lane_id(unsigned t) { return t & 31u; }
 
+/* The lane a shuffle of lane j reads, by CUDA's rules: with base the first
+ * lane of j's segment of `width` lanes, __shfl_sync reads base + src mod
+ * width; __shfl_up/down_sync read j -/+ delta, or j itself (defined: the own
+ * value) when that leaves the segment; __shfl_xor_sync reads j ^ m, or j
+ * itself when that lies in a later segment (an earlier one may be read). */
+QL_FN int shuffle_source(const lane &me, unsigned j) {
+    const unsigned w = (unsigned)me.width, base = j & ~(w - 1);
+    const unsigned a = (unsigned)me.arg;
+    switch (me.wop) {
+    case OP_SHFL: return (int)(base + (a & (w - 1)));
+    case OP_SHFL_UP: return a > j - base ? (int)j : (int)(j - a);
+    case OP_SHFL_DOWN: return a >= base + w - j ? (int)j : (int)(j + a);
+    case OP_SHFL_XOR: {
+        const unsigned s = j ^ a;
+        return s >= base + w ? (int)j : (int)s;
+    }
+    default: return -1;
+    }
+}
+
+QL_FN bool is_shuffle(op o) { return o >= OP_SHFL && o <= OP_SHFL_XOR; }
+
+/* A group (mask m, within warp base w0) whose lanes have all arrived, before
+ * it resolves: a shuffle that reads a lane outside m, or a lane of m that is
+ * at another warp function, is undefined on a GPU (the value read is
+ * garbage); report the first such lane. Returns 0, or -1 after reporting. */
+QL_FN int check_group(block *b, unsigned w0, unsigned m) {
+    const lane *L = b->lanes + w0;
+    const unsigned nl = b->n - w0 < 32 ? b->n - w0 : 32;
+    for (unsigned j = 0; j < 32; ++j) {
+        if (!(m >> j & 1u) || !is_shuffle(L[j].wop)) continue;
+        const int src = shuffle_source(L[j], j);
+        const char *why = 0;
+        if (!(m >> src & 1u))
+            why = (unsigned)src >= nl ? "is not in the mask (it does not exist in this block)"
+                                      : "is not in the mask";
+        else if (!is_shuffle(L[src].wop))
+            why = "is in the mask but is not at a shuffle (not converged: it waits at another "
+                  "warp function)";
+        if (!why) continue;
+        const char *verb = L[j].wop == OP_SHFL ? "srcLane" : L[j].wop == OP_SHFL_XOR
+                                                                 ? "laneMask" : "delta";
+        ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
+                  "%s with mask 0x%08x (%s %d, width %d) in block (%u, %u, %u), thread "
+                  "(%u, %u, %u), lane %u: reads lane %d, which %s; on a GPU a shuffle from a "
+                  "lane that does not take part in it is undefined (the value read is "
+                  "garbage); keep the source lane inside the mask", op_names[L[j].wop], m, verb,
+                  L[j].arg, L[j].width, blockIdx.x, blockIdx.y, blockIdx.z, L[j].tid.x,
+                  L[j].tid.y, L[j].tid.z, j, src, why);
+        return -1;
+    }
+    /* Every lane of the group at the same warp function (the four shuffles
+     * count as one: they exchange values the same way). */
+    const unsigned first = (unsigned)__builtin_ctz(m);
+    for (unsigned j = first + 1; j < 32; ++j) {
+        if (!(m >> j & 1u)) continue;
+        const op a = L[first].wop, o = L[j].wop;
+        if (a == o || (is_shuffle(a) && is_shuffle(o))) continue;
+        ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
+                  "%s with mask 0x%08x in block (%u, %u, %u), thread (%u, %u, %u), lane %u: "
+                  "lane %u of the mask is at %s instead (not converged); on a GPU every lane "
+                  "of a mask must reach the same warp function, else the result is undefined",
+                  op_names[o], m, blockIdx.x, blockIdx.y, blockIdx.z, L[j].tid.x, L[j].tid.y,
+                  L[j].tid.z, j, first, op_names[a]);
+        return -1;
+    }
+    return 0;
+}
+
 /* The result of warp function `o` for lane l of a group whose lanes (mask
- * m, within warp base w0) have all arrived. */
+ * m, within warp base w0) have all arrived and passed check_group. */
 QL_FN void resolve_group(block *b, unsigned w0, unsigned m) {
     lane *L = b->lanes + w0;
     unsigned ballot = 0;
@@ -209,24 +278,11 @@ QL_FN void resolve_group(block *b, unsigned w0, unsigned m) {
     for (unsigned j = 0; j < 32; ++j) {
         if (!(m >> j & 1u)) continue;
         lane &me = L[j];
-        const int w = me.width, base = (int)j & ~(w - 1);
-        int src = -1;
-        switch (me.wop) {
-        case OP_SHFL: src = base + (me.arg & (w - 1)); break;
-        case OP_SHFL_UP: src = (int)j - me.arg < base ? (int)j : (int)j - me.arg; break;
-        case OP_SHFL_DOWN: src = (int)j + me.arg >= base + w ? (int)j : (int)j + me.arg; break;
-        case OP_SHFL_XOR: {
-            int s = (int)j ^ me.arg;
-            src = s >= base + w ? (int)j : s;
-            break;
-        }
-        default: break;
-        }
+        const int src = shuffle_source(me, j);
         uint64_t r = 0;
         switch (me.wop) {
         case OP_SHFL: case OP_SHFL_UP: case OP_SHFL_DOWN: case OP_SHFL_XOR:
-            /* a source lane outside the group: undefined in CUDA; own value */
-            r = (src >= 0 && src < 32 && (m >> src & 1u)) ? L[src].value : me.value;
+            r = L[src].value;   /* check_group: src is in m */
             break;
         case OP_BALLOT: r = ballot; break;
         case OP_ANY: r = ballot != 0; break;
@@ -340,6 +396,7 @@ QL_FN int resolve(block *b) {
                 if (L[q].st != AT_WARP || L[q].mask != m) ready = 0;
             }
             if (ready) {
+                if (check_group(b, w0, m)) return -1;
                 resolve_group(b, w0, m);
                 progress = 1;
             }
@@ -478,6 +535,7 @@ QL_FN uint64_t warp_op(op o, unsigned mask, uint64_t value, int arg, int width,
             if (mask >> q & 1u)
                 ready = q < nl && L[q].st == AT_WARP && L[q].mask == mask;
         if (ready) {
+            if (check_group(b, w0, mask)) abort_lane();
             resolve_group(b, w0, mask);
             return l.result;
         }
