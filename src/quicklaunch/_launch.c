@@ -251,10 +251,45 @@ static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, v
 /* ------------------------------------------------------------ the launch */
 
 static int count_error(KernelCore *k, Py_ssize_t nargs) {
-    PyErr_Format(LaunchTypeError, "kernel '%U' takes %u argument%s %R, got %zd",
-                 k->name, k->nparams, k->nparams == 1 ? "" : "s", k->param_names, nargs);
+    if (k->defaults)
+        PyErr_Format(LaunchTypeError, "kernel '%U' takes %u argument%s %R, got %zd (the "
+                     "last %zd have defaults and may be left out)", k->name, k->nparams,
+                     k->nparams == 1 ? "" : "s", k->param_names, nargs,
+                     PyTuple_GET_SIZE(k->defaults));
+    else
+        PyErr_Format(LaunchTypeError, "kernel '%U' takes %u argument%s %R, got %zd",
+                     k->name, k->nparams, k->nparams == 1 ? "" : "s", k->param_names, nargs);
     return -1;
 }
+
+/* A launch with fewer arguments than parameters: `full` gets the arguments
+ * then the defaults of the missing trailing parameters (borrowed: the
+ * kernel holds its defaults), or the count error. Cold: a launch with every
+ * argument never comes here. */
+static __attribute__((noinline, cold)) int fill_defaults(KernelCore *k, PyObject *const *args,
+                                                        Py_ssize_t nargs, PyObject **full) {
+    const Py_ssize_t nd = k->defaults ? PyTuple_GET_SIZE(k->defaults) : 0;
+    const Py_ssize_t n = (Py_ssize_t)k->nparams;
+    if (nargs > n || nargs < n - nd) return count_error(k, nargs);
+    for (Py_ssize_t i = 0; i < nargs; ++i) full[i] = args[i];
+    for (Py_ssize_t i = nargs; i < n; ++i) {
+        PyObject *d = PyTuple_GET_ITEM(k->defaults, i - (n - nd));
+        if (PyExceptionInstance_Check(d)) { /* a default that could not be evaluated */
+            PyObject *text = PyObject_Str(d);
+            if (text) {
+                PyErr_SetObject((PyObject *)Py_TYPE(d), text);
+                Py_DECREF(text);
+            }
+            return -1;
+        }
+        full[i] = d;
+    }
+    return 0;
+}
+
+static int launch_with_defaults(KernelCore *k, const uint32_t *grid, const uint32_t *block,
+                                uint32_t shared, void *stream, int release_gil,
+                                PyObject *const *args, Py_ssize_t nargs);
 
 /* A launch the backend refused: its error hook turns the status into the
  * exception to raise, or returns None to have the launch retried once (the
@@ -363,7 +398,8 @@ static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const 
     char raw[QL_MAX_PARAM_BYTES + 64];
     char *params = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     void *ptrs[QL_MAX_PARAMS];
-    if ((uint32_t)nargs != k->nparams) return count_error(k, nargs);
+    if ((uint32_t)nargs != k->nparams)
+        return launch_with_defaults(k, grid, block, shared, stream, release_gil, args, nargs);
     pack_ctx c;
     c.nviews = c.hold_gil = 0;
     if (pack_args(k, args, params, ptrs, &c) < 0) {
@@ -393,6 +429,15 @@ static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const 
         status = launch_failed(k, grid, block, shared, stream, ptrs, status);
     release_views(&c);
     return status ? -1 : 0;
+}
+
+/* Too few (or too many) arguments: the fast path's count test lands here. */
+static __attribute__((noinline, cold)) int launch_with_defaults(
+    KernelCore *k, const uint32_t *grid, const uint32_t *block, uint32_t shared, void *stream,
+    int release_gil, PyObject *const *args, Py_ssize_t nargs) {
+    PyObject *full[QL_MAX_PARAMS];
+    if (fill_defaults(k, args, nargs, full) < 0) return -1;
+    return do_launch(k, grid, block, shared, stream, release_gil, full, (Py_ssize_t)k->nparams);
 }
 
 static inline __attribute__((always_inline)) PyObject *

@@ -29,11 +29,14 @@ class KernelCore:
         max_shared: int,
         error_hook: Callable[[Any, int], BaseException | None],
         dlpack_device: tuple[int, int] = (1, 0),
+        defaults: tuple[Any, ...] = (),
     ) -> None:
         """``device_id`` is the opaque tag ql buffers of the device carry;
         ``dlpack_device`` is the device as DLPack names it (type, ordinal:
         kDLCPU 1, kDLCUDA 2, kDLROCM 10), which other libraries' arrays are
-        checked against."""
+        checked against. ``defaults`` are the values of the last
+        ``len(defaults)`` parameters for launches that leave them out (an
+        exception instance among them is raised, as its type, instead)."""
     def __getitem__(self, config: tuple[Any, ...]) -> LaunchFunction: ...
     def configure(self, grid: Dims, block: Dims, shared_mem: int = 0,
                   stream: Any = None) -> LaunchFunction: ...

@@ -213,8 +213,8 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
     static char *names[] = {"name", "param_names", "codes", "sizes", "aligns", "launch",
                             "func", "device_id", "device_name", "host_memory",
                             "inline_threads", "max_block", "max_grid", "max_threads",
-                            "max_shared", "error_hook", "dlpack_device", NULL};
-    PyObject *name, *pnames, *sizes, *aligns, *dname, *mb, *mg, *hook;
+                            "max_shared", "error_hook", "dlpack_device", "defaults", NULL};
+    PyObject *name, *pnames, *sizes, *aligns, *dname, *mb, *mg, *hook, *defaults = NULL;
     Py_buffer codes;
     unsigned long long launch, func, inline_threads;
     int device_id, host_memory, dlpack_type = 1, dlpack_ordinal = 0; /* kDLCPU, 0 */
@@ -223,11 +223,12 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_RuntimeError, "KernelCore is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!y*OOKKiUpKOOIIO|$(ii)", names, &name,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!y*OOKKiUpKOOIIO|$(ii)O!", names, &name,
                                      &PyTuple_Type, &pnames, &codes, &sizes, &aligns,
                                      &launch, &func, &device_id, &dname, &host_memory,
                                      &inline_threads, &mb, &mg, &max_threads, &max_shared,
-                                     &hook, &dlpack_type, &dlpack_ordinal))
+                                     &hook, &dlpack_type, &dlpack_ordinal, &PyTuple_Type,
+                                     &defaults))
         return -1;
     Py_ssize_t n = codes.len;
     int rc = -1;
@@ -243,6 +244,11 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
     }
     if (!launch || !PyCallable_Check(hook)) {
         PyErr_SetString(PyExc_ValueError, "a backend launch entry and error hook are required");
+        goto done;
+    }
+    if (defaults && PyTuple_GET_SIZE(defaults) > n) {
+        PyErr_Format(PyExc_ValueError, "kernel '%U': %zd defaults for %zd parameters", name,
+                     PyTuple_GET_SIZE(defaults), n);
         goto done;
     }
     if (dlpack_type < 1 || dlpack_ordinal < 0) {
@@ -316,6 +322,7 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
     k->param_names = Py_NewRef(pnames);
     k->device_name = Py_NewRef(dname);
     k->error_hook = Py_NewRef(hook);
+    k->defaults = defaults && PyTuple_GET_SIZE(defaults) ? Py_NewRef(defaults) : NULL;
     k->configs = PyDict_New();
     if (!k->configs) goto done;
     k->launch = (ql_launch_fn)(uintptr_t)launch;
@@ -502,6 +509,7 @@ static PyObject *core_layout(PyObject *self, PyObject *unused) {
 static int core_traverse(PyObject *self, visitproc visit, void *arg) {
     KernelCore *k = (KernelCore *)self;
     Py_VISIT(k->error_hook);
+    Py_VISIT(k->defaults);
     Py_VISIT(k->configs);
     Py_VISIT(k->last_key);
     Py_VISIT(k->last_launcher);
@@ -511,6 +519,7 @@ static int core_traverse(PyObject *self, visitproc visit, void *arg) {
 static int core_clear(PyObject *self) {
     KernelCore *k = (KernelCore *)self;
     Py_CLEAR(k->error_hook);
+    Py_CLEAR(k->defaults);
     Py_CLEAR(k->configs);
     Py_CLEAR(k->last_key);
     Py_CLEAR(k->last_launcher);
@@ -536,9 +545,11 @@ static PyObject *core_pack(PyObject *self, PyObject *const *args, Py_ssize_t nar
     char raw[QL_MAX_PARAM_BYTES + 64];
     char *params = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     void *ptrs[QL_MAX_PARAMS];
+    PyObject *full[QL_MAX_PARAMS];
     if ((uint32_t)nargs != k->nparams) {
-        count_error(k, nargs);
-        return NULL;
+        if (fill_defaults(k, args, nargs, full) < 0) return NULL;
+        args = full;
+        nargs = k->nparams;
     }
     memset(params, 0, k->param_bytes); /* padding reads as zeros */
     pack_ctx c;

@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from . import _launch, kinds
 from .devices import Device, device as get_device
-from .errors import CompileError, QuicklaunchError
+from .errors import CompileError, LaunchError, QuicklaunchError
 from .signature import normalize_name
 
 __all__ = ["compile", "Module", "Kernel", "Param", "KernelNotFoundError"]
@@ -52,7 +52,9 @@ class Kernel(_launch.KernelCore):
             host_memory=dev.host_memory, inline_threads=inline_threads,
             max_block=lim.max_block_dims, max_grid=lim.max_grid_dims,
             max_threads=lim.max_threads_per_block, max_shared=lim.max_shared_per_block,
-            error_hook=error_hook, dlpack_device=dev.backend.dlpack_device)
+            error_hook=error_hook, dlpack_device=dev.backend.dlpack_device,
+            defaults=(defaults := _defaults(module, name, params)))
+        self.defaults = defaults   # the trailing parameters' defaults (see quicklaunch.defaults)
         self.name = name
         self.lowered_name = lowered_name
         self.handle = handle   # what the device's launch entry takes (CUfunction, ...)
@@ -69,6 +71,21 @@ class Kernel(_launch.KernelCore):
         sig = ", ".join(p.ctype + ("" if p.ctype.endswith(("*", "&")) else " ") + p.name
                         for p in self.params)
         return f"<quicklaunch.Kernel {self.name}({sig}) on {self.device.name}>"
+
+
+def _defaults(module: "Module", name: str, params: tuple[Param, ...]) -> tuple:
+    """The kernel's default arguments for the launcher: Python values, and a
+    LaunchError for each default that cannot be evaluated (raised only by a
+    launch that leaves that argument out)."""
+    from .defaults import Unevaluable, kernel_defaults
+    source = getattr(module, "source", None)
+    if not source or "=" not in source:
+        return ()
+    return tuple(
+        LaunchError(f"kernel '{name}': the default of parameter '{d.param}' ({d.text}) cannot "
+                    f"be evaluated by quicklaunch ({d.why}); pass that argument explicitly")
+        if isinstance(d, Unevaluable) else d
+        for d in kernel_defaults(source, name, params))
 
 
 class DebugKernel(Kernel):
