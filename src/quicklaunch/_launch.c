@@ -287,9 +287,16 @@ static __attribute__((noinline, cold)) int fill_defaults(KernelCore *k, PyObject
     return 0;
 }
 
-static int launch_with_defaults(KernelCore *k, const uint32_t *grid, const uint32_t *block,
-                                uint32_t shared, void *stream, int release_gil,
-                                PyObject *const *args, Py_ssize_t nargs);
+/* do_launch's answer to a wrong argument count: its caller then calls
+ * launch_with_defaults (out of line, so that the fast path keeps nothing
+ * extra live for it). */
+#define QL_WRONG_COUNT (-2)
+static __attribute__((noinline, cold)) int wrong_count(KernelCore *k, Py_ssize_t nargs) {
+    const Py_ssize_t nd = k->defaults ? PyTuple_GET_SIZE(k->defaults) : 0;
+    if (nargs < (Py_ssize_t)k->nparams && nargs >= (Py_ssize_t)k->nparams - nd)
+        return QL_WRONG_COUNT;
+    return count_error(k, nargs);
+}
 
 /* A launch the backend refused: its error hook turns the status into the
  * exception to raise, or returns None to have the launch retried once (the
@@ -398,8 +405,7 @@ static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const 
     char raw[QL_MAX_PARAM_BYTES + 64];
     char *params = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     void *ptrs[QL_MAX_PARAMS];
-    if ((uint32_t)nargs != k->nparams)
-        return launch_with_defaults(k, grid, block, shared, stream, release_gil, args, nargs);
+    if ((uint32_t)nargs != k->nparams) return wrong_count(k, nargs);
     pack_ctx c;
     c.nviews = c.hold_gil = 0;
     if (pack_args(k, args, params, ptrs, &c) < 0) {
@@ -440,6 +446,12 @@ static __attribute__((noinline, cold)) int launch_with_defaults(
     return do_launch(k, grid, block, shared, stream, release_gil, full, (Py_ssize_t)k->nparams);
 }
 
+static __attribute__((noinline, cold)) int launcher_wrong_count(
+    Launcher *l, PyObject *const *args, Py_ssize_t nargs) {
+    return launch_with_defaults(l->kernel, l->grid, l->block, l->shared, l->stream,
+                                l->release_gil, args, nargs);
+}
+
 static inline __attribute__((always_inline)) PyObject *
 launcher_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     Launcher *l = (Launcher *)self;
@@ -448,8 +460,10 @@ launcher_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
                      "order %R", l->kernel->name, l->kernel->param_names);
         return NULL;
     }
-    if (do_launch(l->kernel, l->grid, l->block, l->shared, l->stream, l->release_gil, args,
-                  PyVectorcall_NARGS(nargsf)) < 0)
+    int rc = do_launch(l->kernel, l->grid, l->block, l->shared, l->stream, l->release_gil,
+                       args, PyVectorcall_NARGS(nargsf));
+    if (__builtin_expect(rc < 0, 0) &&
+        (rc != QL_WRONG_COUNT || launcher_wrong_count(l, args, PyVectorcall_NARGS(nargsf)) < 0))
         return NULL;
     Py_RETURN_NONE;
 }

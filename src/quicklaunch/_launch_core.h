@@ -59,10 +59,6 @@ typedef struct {
      * libraries' arrays are checked against (_launch_interop.h). */
     int32_t dlpack_type, dlpack_ordinal;
     PyObject *name, *param_names, *device_name, *error_hook;
-    /* The trailing parameters' default arguments (a tuple, or NULL): read
-     * only when a launch passes too few arguments (fill_defaults). An
-     * exception instance in it is a default that could not be evaluated. */
-    PyObject *defaults;
     PyObject *configs;        /* dict: subscript key -> Launcher */
     PyObject *last_key, *last_launcher;
     /* k.launch(grid, block, ...) remembers the last grid and block objects
@@ -70,6 +66,10 @@ typedef struct {
      * parsing and validation. */
     PyObject *direct_grid, *direct_block;
     uint32_t direct_dims[6];
+    /* The trailing parameters' default arguments (a tuple, or NULL): read
+     * only when a launch passes too few arguments (fill_defaults). An
+     * exception instance in it is a default that could not be evaluated. */
+    PyObject *defaults;
 } KernelCore;
 
 typedef struct {

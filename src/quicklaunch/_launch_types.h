@@ -487,8 +487,11 @@ static PyObject *core_launch(PyObject *self, PyObject *const *args, Py_ssize_t n
             memcpy(k->direct_dims + 3, block, sizeof block);
         }
     }
-    if (do_launch(k, grid, block, (uint32_t)shared, stream, wants_gil_release(k, grid, block),
-                  args + 2, nargs - 2) < 0)
+    const int release = wants_gil_release(k, grid, block);
+    int rc = do_launch(k, grid, block, (uint32_t)shared, stream, release, args + 2, nargs - 2);
+    if (rc != 0 && (rc != QL_WRONG_COUNT ||
+                    launch_with_defaults(k, grid, block, (uint32_t)shared, stream, release,
+                                         args + 2, nargs - 2) < 0))
         return NULL;
     Py_RETURN_NONE;
 }
