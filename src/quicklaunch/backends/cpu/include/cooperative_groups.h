@@ -27,6 +27,31 @@ class thread_block {
 
 QL_FN thread_block this_thread_block(void) { return thread_block(); }
 
+/* A tile shuffle of any trivially copyable type, as CUDA's tiles allow:
+ * values of up to 8 bytes move in one warp shuffle, larger ones in 8-byte
+ * pieces, each piece its own shuffle with the same mask and source (every
+ * lane of the tile makes the same sequence, so the pieces stay together). */
+template <class T, class Shfl> QL_FN T ql_tile_move(const T &v, Shfl shfl) {
+    static_assert(__is_trivially_copyable(T),
+                  "tile shuffles move trivially copyable types only (as in CUDA)");
+    if constexpr (sizeof(T) <= 8) {
+        return ql_fiber::from_bits<T>(shfl(ql_fiber::bits(v)));
+    } else {
+        unsigned char in[sizeof(T)], out[sizeof(T)];
+        memcpy(in, &v, sizeof(T));
+        for (size_t off = 0; off < sizeof(T); off += 8) {
+            const size_t n = sizeof(T) - off < 8 ? sizeof(T) - off : 8;
+            uint64_t piece = 0;
+            memcpy(&piece, in + off, n);
+            piece = shfl(piece);
+            memcpy(out + off, &piece, n);
+        }
+        T r;
+        memcpy(&r, out, sizeof(T));
+        return r;
+    }
+}
+
 template <unsigned N>
 class thread_block_tile {
     static_assert(N >= 1 && N <= 32 && (N & (N - 1)) == 0,
@@ -50,14 +75,22 @@ class thread_block_tile {
     unsigned meta_group_size() const {
         return (blockDim.x * blockDim.y * blockDim.z + N - 1) / N;
     }
-    template <class T> T shfl(T v, int src) const { return __shfl_sync(mask(), v, src, N); }
+    template <class T> T shfl(T v, int src) const {
+        const unsigned m = mask();
+        return ql_tile_move(v, [&](uint64_t b) { return __shfl_sync(m, b, src, N); });
+    }
     template <class T> T shfl_down(T v, unsigned d) const {
-        return __shfl_down_sync(mask(), v, d, N);
+        const unsigned m = mask();
+        return ql_tile_move(v, [&](uint64_t b) { return __shfl_down_sync(m, b, d, N); });
     }
     template <class T> T shfl_up(T v, unsigned d) const {
-        return __shfl_up_sync(mask(), v, d, N);
+        const unsigned m = mask();
+        return ql_tile_move(v, [&](uint64_t b) { return __shfl_up_sync(m, b, d, N); });
     }
-    template <class T> T shfl_xor(T v, int m) const { return __shfl_xor_sync(mask(), v, m, N); }
+    template <class T> T shfl_xor(T v, int lm) const {
+        const unsigned m = mask();
+        return ql_tile_move(v, [&](uint64_t b) { return __shfl_xor_sync(m, b, lm, N); });
+    }
     int any(int p) const { return __any_sync(mask(), p); }
     int all(int p) const { return __all_sync(mask(), p); }
     /* Bit i is the tile's thread of rank i. */
