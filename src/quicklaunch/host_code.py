@@ -156,3 +156,17 @@ def drop_host_code(source: str) -> tuple[str, list[str]]:
                 out[p] = " "
         names.append(name)
     return "".join(out), names
+
+
+def device_part(source: str, stacklevel: int = 3) -> str:
+    """``source`` without its host-only functions; when any were dropped, one
+    CompileWarning names them (``stacklevel`` as for warnings.warn, counted
+    from the caller of this function)."""
+    text, names = drop_host_code(source)
+    if names:
+        import warnings
+
+        from .errors import CompileWarning
+        warnings.warn("host code dropped from the kernel source (only its device part is "
+                      f"compiled): {', '.join(names)}", CompileWarning, stacklevel=stacklevel)
+    return text

@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from ... import cache as cache_mod
+from ...host_code import device_part
 from ...errors import CompileError
 from ..gpu import compile_cache, expressions, kernel_table, reflect
 from ..gpu.arguments import check_arch, check_compile_args
@@ -131,6 +132,7 @@ def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) 
     options, name_expressions = check_compile_args(
         source, options, name_expressions, "CUDA/HIP C++",
         r"--?(offload-arch|amdgpu-target|mcpu|march)\b")
+    source = device_part(source)
     lib = hiprtc.load()
     check_arch(lib, arch, source, options)
     headers = gpu_headers(INCLUDE_DIR)

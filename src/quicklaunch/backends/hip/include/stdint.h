@@ -4,6 +4,10 @@
  * the prelude adds intptr_t and uintptr_t; here are the limits. */
 #ifndef QL_HIP_STDINT_H
 #define QL_HIP_STDINT_H
+typedef signed char int8_t;
+typedef short int16_t;
+typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
 typedef long long intmax_t;
 typedef unsigned long long uintmax_t;
 #include "ql_int_limits.h"

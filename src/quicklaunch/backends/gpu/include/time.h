@@ -1,0 +1,2 @@
+/* <time.h> for NVRTC and hiprtc: see ql_libc.h. */
+#include "ql_libc.h"
