@@ -180,19 +180,53 @@ def _identifier(name: str, taken: set[str]) -> str:
     return ident
 
 
+_MISSING = object()   # a defaulted parameter the caller left out
+
+
+def _given_arguments(defaults: tuple, required: int):
+    """The arguments to launch with: trailing left-out ones dropped (the
+    launcher fills their defaults), one left out before a given one (a
+    keyword call) replaced by its default here."""
+    def given(args: tuple) -> tuple:
+        end = len(args)
+        while end > required and args[end - 1] is _MISSING:
+            end -= 1
+        out = list(args[:end])
+        for i in range(required, end):
+            if out[i] is _MISSING:
+                value = defaults[i - required]
+                if isinstance(value, BaseException):
+                    raise value
+                out[i] = value
+        return tuple(out)
+    return given
+
+
 def make_stub(kernel, run, filename: str, line: int):
     """A function ``<kernel name>(<parameter names>)`` that launches ``run``
     (a configured launch function) with its arguments, by position."""
     taken: set[str] = set()
     names = [_identifier(p.name, taken) for p in kernel.params]
     args = ", ".join(names)
-    source = (f"def stub({args}):\n"
-              f"    __ql_validate(({args}{',' if len(names) == 1 else ''}))\n"
-              f"    __ql_run({args})\n"
+    call = f"({args}{',' if len(names) == 1 else ''})"
+    defaulted = len(getattr(kernel, "defaults", ()) or ())
+    if defaulted:   # trailing parameters with defaults: left out, the launcher fills them
+        required = len(names) - defaulted
+        header = ", ".join(names[:required] + [f"{n}=__ql_missing" for n in names[required:]])
+        pass_on = f"    __ql_args = __ql_given({call})\n"
+        call = "__ql_args"
+    else:
+        header, pass_on = args, ""
+    source = (f"def stub({header}):\n"
+              f"{pass_on}"
+              f"    __ql_validate({call})\n"
+              f"    __ql_run(*{call})\n"
               f"    __ql_after()\n")
     launcher = getattr(run, "__self__", None)
     namespace = {"__ql_run": run, "__ql_validate": make_validator(kernel, launcher),
-                 "__ql_after": _synchronous(getattr(launcher, "stream", None))}
+                 "__ql_after": _synchronous(getattr(launcher, "stream", None)),
+                 "__ql_missing": _MISSING,
+                 "__ql_given": _given_arguments(kernel.defaults, len(names) - defaulted)}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 - names are sanitised
     stub = namespace["stub"]
     code = stub.__code__.replace(co_name=kernel.name, co_filename=filename,
