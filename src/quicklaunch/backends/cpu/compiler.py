@@ -20,7 +20,42 @@ from ...signature import (KernelDecl, SignatureError, normalize_name, parse_kern
                           strip_comments)
 from . import loader, scan, toolchain
 
-FORMAT = "cpu-module-11"
+FORMAT = "cpu-module-12"
+
+DEFAULT_ARCH = 900     # __CUDA_ARCH__ when no -arch option is given
+MIN_ARCH = 300         # the oldest architecture whose device pass the shim stands in for
+_ARCH_OPTION = re.compile(r"^(?:-arch|--gpu-architecture)(?:=|$)")
+_ARCH_VALUE = re.compile(r"^(?:sm|compute)_(\d+)[af]?$")
+
+
+def split_arch(options: tuple[str, ...], source: str = "") -> tuple[int, tuple[str, ...]]:
+    """(__CUDA_ARCH__, the options without the NVRTC-style architecture
+    options). `-arch=sm_80`, `--gpu-architecture=sm_80`, `-arch compute_80`
+    choose the device pass the CPU compiles as; they never reach g++."""
+    arch, rest, i = DEFAULT_ARCH, [], 0
+    options = tuple(options)
+    while i < len(options):
+        opt = options[i]
+        if not _ARCH_OPTION.match(opt):
+            rest.append(opt)
+            i += 1
+            continue
+        if "=" in opt:
+            value, shown = opt.split("=", 1)[1], opt
+            i += 1
+        else:
+            value = options[i + 1] if i + 1 < len(options) else ""
+            shown = f"{opt} {value}".strip()
+            i += 2
+        m = _ARCH_VALUE.match(value)
+        if not m:
+            raise CompileError(f"option {shown!r}: expected an architecture like sm_80 or "
+                               f"compute_80", source=source, options=options)
+        arch = int(m.group(1)) * 10
+        if arch < MIN_ARCH:
+            raise CompileError(f"option {shown!r}: the CPU device compiles as sm_{MIN_ARCH // 10}"
+                               f" or newer", source=source, options=options)
+    return arch, tuple(rest)
 # Names the scan can find that the CPU device refuses, with a CompileError.
 UNSUPPORTED = frozenset({"this_grid", "coalesced_threads"})
 _lock = threading.Lock()
@@ -143,6 +178,8 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
         if '"' in e or "\\" in e or "\n" in e:
             raise CompileError(f"invalid name expression {e!r}", source=source,
                                options=options)
+    arch, options = split_arch(options, source)
+    options = (f"-D__CUDA_ARCH__={arch}", *options)
     compiler = toolchain.find_compiler()
     command = toolchain.build_command(compiler, Path("module.cpp"), Path("module.so"),
                                       options, debug)

@@ -15,8 +15,11 @@
  * fabs(float), ... in the global namespace as CUDA has them, and it keeps
  * a user's own later #include <cmath> consistent with the shim.)
  *
- * __CUDACC__ and __CUDA_ARCH__ are deliberately not defined (user code uses
- * them to select GPU-only paths); QUICKLAUNCH_CPU and __QUICKLAUNCH__ are.
+ * __CUDA_ARCH__ is defined by the compiler driver (-D__CUDA_ARCH__=900, or
+ * the architecture of an -arch=sm_XX option): the CPU compiles as the device
+ * pass of that architecture, so `#if __CUDA_ARCH__ >= 800` takes the same
+ * path as on that GPU. The C/C++ library headers test no such macro.
+ * __CUDACC__ is not defined; QUICKLAUNCH_CPU and __QUICKLAUNCH__ are.
  *
  * Macros that change the build (the compiler driver, backends/cpu/, sets
  * all but the last):
