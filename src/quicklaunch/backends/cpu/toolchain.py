@@ -143,7 +143,9 @@ def compile_error(what: str, log: str, source: str, options, command, origin: st
     the options."""
     shown = log if len(log) <= _MAX_LOG else log[:_MAX_LOG] + "\n[... log truncated]"
     # Point at the user's lines: "kernel.cu:12:5: error" -> "line 12:5: error".
-    shown = re.sub(re.escape(filename) + r":(\d+):(\d+):",
+    # Only the user's source itself: "reduction_kernel.cu:551:20" or
+    # "inc/kernel.cu:3:1" is another file and keeps its name.
+    shown = re.sub(r"(?<![\w./\\-])" + re.escape(filename) + r":(\d+):(\d+):",
                    lambda m: f"line {int(m.group(1)) - first_line + 1}:{m.group(2)}:", shown)
     message = (f"{what}{origin}\n\ncompiler output:\n{shown}\n\nsource:\n{_numbered(source)}"
                f"\n\noptions: {list(options)}")
