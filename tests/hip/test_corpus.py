@@ -38,6 +38,8 @@ WAVE64_EXCLUDED = {   # source -> the 32-lane warp code in it
     "test_corpus.COUNTING_SOURCE": "__ballot_sync(0xffffffff, ...) into an unsigned",
     "test_warp_semantics.SOURCE": "the warp functions over 32-bit masks, lane = threadIdx.x % 32",
     "test_warp_semantics.BAD_SOURCE": "__shfl_xor_sync(0xffffffff, ...)",
+    "test_warp_undefined.SOURCE": "warp functions over 32-bit masks (0xff, 0xffffffff)",
+    "test_warp_undefined.UNDEF_SOURCE": "warp functions over 32-bit masks",
 }
 ADAPT = {   # source -> (extra options, why, the error without)
     "test_module.SOURCE": (["-DOPTION_VALUE=41"], "the CPU test passes the same option",

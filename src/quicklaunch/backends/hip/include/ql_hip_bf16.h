@@ -77,4 +77,35 @@ __host__ __device__ inline float __high2float(__nv_bfloat162 v) { return (float)
 __host__ __device__ inline __nv_bfloat16 __hadd(__nv_bfloat16 a, __nv_bfloat16 b) { return a + b; }
 __host__ __device__ inline __nv_bfloat16 __hmul(__nv_bfloat16 a, __nv_bfloat16 b) { return a * b; }
 
+/* The rest of CUDA's bf16 conversion family, and the pair arithmetic. */
+#define QL_BF2 __host__ __device__ inline __nv_bfloat162
+QL_BF2 __halves2bfloat162(__nv_bfloat16 a, __nv_bfloat16 b) { return __nv_bfloat162(a, b); }
+QL_BF2 __bfloat162bfloat162(__nv_bfloat16 a) { return __nv_bfloat162(a, a); }
+QL_BF2 __float22bfloat162_rn(float2 f) { return __floats2bfloat162_rn(f.x, f.y); }
+QL_BF2 __lows2bfloat162(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.x, b.x); }
+QL_BF2 __highs2bfloat162(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.y, b.y); }
+QL_BF2 __low2bfloat162(__nv_bfloat162 a) { return __nv_bfloat162(a.x, a.x); }
+QL_BF2 __high2bfloat162(__nv_bfloat162 a) { return __nv_bfloat162(a.y, a.y); }
+QL_BF2 __lowhigh2highlow(__nv_bfloat162 a) { return __nv_bfloat162(a.y, a.x); }
+QL_BF2 __hadd2(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.x + b.x, a.y + b.y); }
+QL_BF2 __hsub2(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.x - b.x, a.y - b.y); }
+QL_BF2 __hmul2(__nv_bfloat162 a, __nv_bfloat162 b) { return __nv_bfloat162(a.x * b.x, a.y * b.y); }
+QL_BF2 __hfma2(__nv_bfloat162 a, __nv_bfloat162 b, __nv_bfloat162 c) {
+    return __nv_bfloat162(__nv_bfloat16(__builtin_fmaf((float)a.x, (float)b.x, (float)c.x)),
+                          __nv_bfloat16(__builtin_fmaf((float)a.y, (float)b.y, (float)c.y)));
+}
+#undef QL_BF2
+__host__ __device__ inline __nv_bfloat16 __low2bfloat16(__nv_bfloat162 a) { return a.x; }
+__host__ __device__ inline __nv_bfloat16 __high2bfloat16(__nv_bfloat162 a) { return a.y; }
+__host__ __device__ inline float2 __bfloat1622float2(__nv_bfloat162 a) {
+    return make_float2((float)a.x, (float)a.y);
+}
+__host__ __device__ inline __nv_bfloat16 __hsub(__nv_bfloat16 a, __nv_bfloat16 b) { return a - b; }
+__host__ __device__ inline __nv_bfloat16 __hfma(__nv_bfloat16 a, __nv_bfloat16 b, __nv_bfloat16 c) {
+    return __nv_bfloat16(__builtin_fmaf((float)a, (float)b, (float)c));
+}
+__device__ inline int __bfloat162int_rn(__nv_bfloat16 b) { return __float2int_rn((float)b); }
+__device__ inline int __bfloat162int_rz(__nv_bfloat16 b) { return (int)(float)b; }
+__host__ __device__ inline __nv_bfloat16 __int2bfloat16_rn(int i) { return __nv_bfloat16(i); }
+
 #endif

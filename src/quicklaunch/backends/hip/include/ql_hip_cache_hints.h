@@ -2,7 +2,7 @@
  * __ldcv; __stwb, __stcg, __stcs, __stwt) for every type, for hiprtc.
  * AMD GPUs have no per-access equivalent a kernel can name portably, so
  * each is an ordinary access (the results are the same; only caching
- * differs). HIP's own __half overloads, and __ldg,
+ * differs). HIP's own overloads (__ldg's, the __half ones)
  * stay: a non-template overload wins over these templates. */
 #ifndef QL_HIP_CACHE_HINTS_H
 #define QL_HIP_CACHE_HINTS_H
@@ -12,6 +12,7 @@ template <class T> struct ql_same_type { typedef T type; };
 #define QL_HIP_STORE(name)                                                        \
     template <class T>                                                           \
     __device__ __forceinline__ void name(T *p, typename ql_same_type<T>::type v) { *p = v; }
+QL_HIP_LOAD(__ldg)
 QL_HIP_LOAD(__ldcg)
 QL_HIP_LOAD(__ldca)
 QL_HIP_LOAD(__ldcs)

@@ -30,6 +30,9 @@
 #define __CUDA_FP16_H__
 #define __CUDA_BF16_H__
 
+#ifndef NULL   /* as NVRTC, which has it without an #include */
+#define NULL __null
+#endif
 #ifndef INFINITY
 #define INFINITY __builtin_huge_valf()
 #endif
