@@ -66,6 +66,10 @@ def name_expressions(case: str) -> list[str]:
         return ["scale<float, 5>", "scale<double, 3>"]
     if case == "test_errors.SOURCE":
         return ["twice<int>", "twice<float>"]
+    if case == "test_defaults.SOURCE":
+        return ["axpy<float>", "axpy<double>"]
+    if case == "test_cg_any_type.SOURCE":
+        return ["moves<4>", "moves<32>"]
     return []
 
 
