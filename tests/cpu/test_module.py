@@ -130,7 +130,7 @@ def test_the_preprocessor_decides_which_kernels_exist(cpu):
     #if 0
     __global__ void disabled(int *x) { x[0] = 1; }
     #endif
-    #ifdef __CUDA_ARCH__
+    #ifndef QUICKLAUNCH_CPU
     __global__ void gpu_only(int *x) { __syncthreads(); }   // not compiled on the CPU
     #else
     __global__ void host_side(int *x) { x[0] = 2; }

@@ -178,11 +178,11 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
         if '"' in e or "\\" in e or "\n" in e:
             raise CompileError(f"invalid name expression {e!r}", source=source,
                                options=options)
-    arch, options = split_arch(options, source)
-    options = (f"-D__CUDA_ARCH__={arch}", *options)
+    arch, rest = split_arch(options, source)
+    cc = (f"-D__CUDA_ARCH__={arch}", *rest)   # what the host compiler is given
     compiler = toolchain.find_compiler()
     command = toolchain.build_command(compiler, Path("module.cpp"), Path("module.so"),
-                                      options, debug)
+                                      cc, debug)
     key = cache_mod.cache_key(FORMAT, source, "\0".join(name_expressions), filename,
                               str(first_line),
                               "\0".join(command), compiler.identity,
@@ -191,7 +191,7 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
         built = _loaded.get(key) or _load_cached(key)
         if built is None:
             built = _build(key, source, options, name_expressions, debug, origin, filename,
-                           first_line)
+                           first_line, cc)
         _loaded[key] = built
         return built
 
@@ -209,8 +209,9 @@ def _load_cached(key: str) -> Built | None:
 
 
 def _build(key, source, options, name_expressions, debug, origin, filename,
-           first_line) -> Built:
-    decls, features, text = scan.scan(source, options, "kernel.cu", origin)
+           first_line, cc) -> Built:
+    """`options` are the user's (shown in errors), `cc` the host compiler's."""
+    decls, features, text = scan.scan(source, cc, "kernel.cu", origin, shown=options)
     unsupported = sorted(set(features) & UNSUPPORTED)
     if unsupported:
         raise CompileError(
@@ -235,7 +236,8 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
     defines = ("-DQL_TIER2=1",) if tier == 2 else ()
     if re.search(r"\b(assert|__assert_fail|ql_assert_fail|__trap)\b", strip_comments(text)):
         defines += ("-DQL_ABORTS=1",)  # tier 1 then sets up a way to stop a thread
-    data = _compile(tu, options, debug, source, origin, filename, key, defines, first_line)
+    data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
+                    shown=options)
     path = _cache.put("cpu", key, ".so", data)
     _cache.put("cpu", key, ".json", json.dumps(meta).encode())
     try:
@@ -247,7 +249,7 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
 
 
 def _compile(tu: str, options, debug, source, origin, filename, key, defines=(),
-             first_line=1) -> bytes:
+             first_line=1, shown=None) -> bytes:
     compiler = toolchain.find_compiler()
     with tempfile.TemporaryDirectory(prefix="quicklaunch-") as tmp:
         # Fixed names inside a private directory keep the output identical
@@ -258,6 +260,7 @@ def _compile(tu: str, options, debug, source, origin, filename, key, defines=(),
         status, log = toolchain.run_compiler(command, Path(tmp))
         if status != 0 or not out.exists():
             raise toolchain.compile_error("kernel source failed to compile for the CPU "
-                                          "device", log, source, options, command, origin,
+                                          "device", log, source,
+                                          options if shown is None else shown, command, origin,
                                           filename, first_line)
         return out.read_bytes()

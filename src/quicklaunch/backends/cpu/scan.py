@@ -56,9 +56,11 @@ def user_text(preprocessed: str, filename: str) -> str:
     return "\n".join(out) + "\n"
 
 
-def scan(source: str, options: tuple[str, ...], filename: str, origin: str
-         ) -> tuple[list[KernelDecl], list[str], str]:
-    """(kernels, tier-2 features used, preprocessed user text) of a source."""
+def scan(source: str, options: tuple[str, ...], filename: str, origin: str,
+         shown: tuple[str, ...] | None = None) -> tuple[list[KernelDecl], list[str], str]:
+    """(kernels, tier-2 features used, preprocessed user text) of a source.
+    `shown`: the options errors name (the user's), when not `options`."""
+    shown = options if shown is None else shown
     compiler = toolchain.find_compiler()
     with tempfile.TemporaryDirectory(prefix="quicklaunch-scan-") as tmp:
         src = Path(tmp, "scan.cpp")
@@ -67,12 +69,12 @@ def scan(source: str, options: tuple[str, ...], filename: str, origin: str
         status, out, log = toolchain.run_preprocessor(command, Path(tmp))
     if status != 0:
         raise toolchain.compile_error("kernel source failed to preprocess for the CPU "
-                                      "device", log, source, options, command, origin,
+                                      "device", log, source, shown, command, origin,
                                       filename)
     text = user_text(out, filename)
     try:
         decls = parse_kernels(text)
     except SignatureError as exc:
         raise CompileError(f"could not read the kernels' signatures: {exc}{origin}",
-                           source=source, options=options) from None
+                           source=source, options=shown) from None
     return decls, tier2_features(text), text
