@@ -55,7 +55,7 @@ def name_expressions(case: str) -> list[str]:
         return ([f"block_reduce<{t}, {b}>" for t, b, _ in m.TEMPLATE_CASES]
                 + ["block_reduce_op<int, 64, MaxOp<int>>", "reduce_samples<float>",
                    "reduce_samples<double>", "reduce_samples<int>"])
-    if case == "test_warp_semantics.SOURCE":
+    if case in ("test_warp_semantics.SOURCE", "test_warp_undefined.SOURCE"):  # one source
         m = _cpu("test_warp_semantics")
         return ([f"shuffles<{t}>" for t in m.SHFL_TYPES] + [f"matches<{t}>" for t in m.MATCH_TYPES]
                 + ["reduce_arith<int>", "reduce_arith<unsigned>"]
