@@ -16,12 +16,14 @@ from pathlib import Path
 
 from ... import cache as cache_mod
 from ...errors import CompileError
+from ...host_code import device_part
 from ...signature import (KernelDecl, SignatureError, normalize_name, parse_kernels,
                           strip_comments)
 from . import loader, scan, toolchain
 
 FORMAT = "cpu-module-12"
 
+STACKLEVEL = 5        # device_part -> build -> device.compile -> module.compile -> user
 DEFAULT_ARCH = 900     # __CUDA_ARCH__ when no -arch option is given
 MIN_ARCH = 300         # the oldest architecture whose device pass the shim stands in for
 _ARCH_OPTION = re.compile(r"^(?:-arch|--gpu-architecture)(?:=|$)")
@@ -174,6 +176,9 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
     """Compiles (or finds in the cache) and loads a module. `filename` and
     `first_line` are where the source's line 1 is reported to be (debug
     builds point them at the Python file holding the source string)."""
+    # Host code (main, launch wrappers, host prototypes) is dropped, keeping
+    # lines, with one CompileWarning, on a cache hit too (as on the GPUs).
+    source = device_part(source, stacklevel=STACKLEVEL)
     for e in name_expressions:
         if '"' in e or "\\" in e or "\n" in e:
             raise CompileError(f"invalid name expression {e!r}", source=source,
