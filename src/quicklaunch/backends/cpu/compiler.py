@@ -19,9 +19,9 @@ from ...errors import CompileError
 from ...host_code import device_part
 from ...signature import (KernelDecl, SignatureError, normalize_name, parse_kernels,
                           strip_comments)
-from . import loader, scan, toolchain
+from . import loader, scan, tiers, toolchain
 
-FORMAT = "cpu-module-12"
+FORMAT = "cpu-module-13"
 
 STACKLEVEL = 5        # device_part -> build -> device.compile -> module.compile -> user
 DEFAULT_ARCH = 900     # __CUDA_ARCH__ when no -arch option is given
@@ -74,7 +74,7 @@ class Built:
         self.kernels = kernels       # [loader.LoadedKernel]
         self.meta = meta             # {"params": {expr: [[name, ctype], ...]},
         #                               "lines": {expr: line}, "templates": [...],
-        #                               "tier": 1}
+        #                               "tiers": {expr: 1 or 2}}
 
 
 _EXTERN_SHARED = re.compile(
@@ -125,10 +125,13 @@ def rewrite_extern_shared(source: str, filename: str, first_line: int = 1) -> st
     return "".join(out)
 
 
-def translation_unit(source: str, exprs: list[str], filename: str, first_line: int = 1) -> str:
+def translation_unit(source: str, exprs: list[str], filename: str, first_line: int = 1,
+                     kernel_tiers: dict[str, int] | None = None) -> str:
     """The C++ the host compiler sees: shim, the user's source with line
-    numbers of its own, then one table row per kernel expression."""
-    rows = "".join(f'QL_KERNEL("{e}", &{e})\n' for e in exprs)
+    numbers of its own, then one table row per kernel expression (with the
+    tier it runs in; 1 when not given)."""
+    kernel_tiers = kernel_tiers or {}
+    rows = "".join(f'QL_KERNEL("{e}", {kernel_tiers.get(e, 1)}, &{e})\n' for e in exprs)
     return (f'#include "cuda_shim.h"\n#line {first_line} "{filename}"\n'
             f'{rewrite_extern_shared(source, filename, first_line)}\n'
             f'#line 1 "<quicklaunch kernel table>"\n#include "ql_cpu_export.h"\n'
@@ -223,7 +226,9 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
             f"the module uses {', '.join(unsupported)}, which the CPU device does not "
             f"support (grid-wide synchronisation needs every block resident at once){origin}",
             source=source, options=options)
-    tier = 2 if set(features) - {"extern __shared__"} else 1
+    # The module has fibers when any of its code uses a tier-2 name; each
+    # kernel runs as fibers only when what it reaches does (tiers.py).
+    fibers = bool(set(features) - {"extern __shared__"})
     for d in decls:
         refs = [f"'{p.name}' ({p.ctype})" for p in d.params if p.ctype.rstrip().endswith("&")]
         if refs:
@@ -236,9 +241,11 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
     meta = {"params": {e: _params_of(decls, spelled, e) for e in exprs},
             "lines": {e: lines.get(e.split("<")[0].strip(), 1) for e in exprs},
             "templates": sorted({d.name for d in decls if d.template is not None}),
-            "tier": tier}
-    tu = translation_unit(source, exprs, filename, first_line)
-    defines = ("-DQL_TIER2=1",) if tier == 2 else ()
+            "tiers": {}}
+    if fibers:
+        meta["tiers"] = tiers.kernel_tiers(text, exprs)
+    tu = translation_unit(source, exprs, filename, first_line, meta["tiers"])
+    defines = ("-DQL_TIER2=1",) if fibers else ()
     if re.search(r"\b(assert|__assert_fail|ql_assert_fail|__trap)\b", strip_comments(text)):
         defines += ("-DQL_ABORTS=1",)  # tier 1 then sets up a way to stop a thread
     data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,

@@ -4,7 +4,7 @@
 // source. The generated tail (backends/cpu/compiler.py) then writes the
 // module's kernel table:
 //     QL_MODULE_BEGIN
-//     QL_KERNEL("<expression>", &<expression>)    one row per kernel or
+//     QL_KERNEL("<expression>", <tier>, &<expression>)  one row per kernel or
 //     ...                                         name expression
 //     QL_MODULE_END(<count>)
 // The compiler itself then answers each parameter's size, alignment and
@@ -219,6 +219,9 @@ struct entry<void (*)(A...), F> {
     static void run(void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
 #ifdef QL_ABORTS
         ql_launch_dims = d;
+#ifdef QL_TIER2
+        ql_tier2_abort = 0;   // a fiber kernel of this module ran here before
+#endif
         jmp_buf abort_to;
         ql_tier1_abort = &abort_to;
         if (setjmp(abort_to) == 0) unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
@@ -256,19 +259,16 @@ struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
 }  // namespace ql_export
 
 #define QL_ENTRY(...) ::ql_export::entry<decltype(__VA_ARGS__), (__VA_ARGS__)>
-#ifdef QL_TIER2
-#define QL_RUN run_fibers
-#define QL_TIER 2u
-#else
-#define QL_RUN run
-#define QL_TIER 1u
-#endif
-// One row of the module's kernel table: the expression's text, then the
-// kernel's address. Variadic: a name expression such as &scale<float, 5>
-// holds commas.
-#define QL_KERNEL(name_text, ...)                                              \
-    {name_text, reinterpret_cast<void *>(__VA_ARGS__), QL_ENTRY(__VA_ARGS__)::QL_RUN, \
-     (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, QL_TIER, QL_ENTRY(__VA_ARGS__)::params, \
+// One row of the module's kernel table: the expression's text, the tier
+// the compiler driver chose for this kernel (backends/cpu/tiers.py: 2 when
+// the kernel reaches a barrier, a warp function or cooperative groups; only
+// a QL_TIER2 build has fibers), then the kernel's address. Variadic: a name
+// expression such as &scale<float, 5> holds commas.
+#define QL_RUN_1 run
+#define QL_RUN_2 run_fibers
+#define QL_KERNEL(name_text, tier, ...)                                        \
+    {name_text, reinterpret_cast<void *>(__VA_ARGS__), QL_ENTRY(__VA_ARGS__)::QL_RUN_##tier, \
+     (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, tier##u, QL_ENTRY(__VA_ARGS__)::params, \
      ::ql_export::fault},
 // The table around the rows, closed by a sentinel row, and the module's one
 // export, __ql_module (see ql_cpu_abi.h).
