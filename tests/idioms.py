@@ -160,11 +160,22 @@ def _reduce_check(a):
     assert np.float32(out.max()) == x.max()
 
 
+_BF16_WANT: dict[int, np.ndarray] = {}   # id(y) -> y as the kernel must leave it
+
+
 def _bf16_args(rng):
     import ml_dtypes  # noqa: F401  (optional: only where bf16 NumPy arrays exist)
     x = rng.standard_normal(N).astype(ml_dtypes.bfloat16)
     y = rng.standard_normal(N).astype(ml_dtypes.bfloat16)
+    # float math, one rounding to bf16 at the end, as the kernel does
+    _BF16_WANT[id(y)] = (np.float32(0.5) * x.astype(np.float32)
+                         + y.astype(np.float32)).astype(ml_dtypes.bfloat16)
     return [x, y, np.float32(0.5), np.int32(N)]
+
+
+def _bf16_check(a):
+    want = _BF16_WANT.pop(id(a[1]))
+    np.testing.assert_array_equal(a[1].astype(np.float32), want.astype(np.float32))
 
 
 def _phase_args(rng):
@@ -190,8 +201,7 @@ SOURCES: dict[str, Spec] = {
                      np.int32(N)],
         lambda a: _close(a[0], 2.0 * np.arange(N, dtype=np.float32) + 1.0)),
     "bf16_math": Spec(
-        BF16_MATH, "bf16_axpy", N // 256, 256, _bf16_args,
-        lambda a: None),
+        BF16_MATH, "bf16_axpy", N // 256, 256, _bf16_args, _bf16_check),
     "math_constants": Spec(MATH_CONSTANTS, "phase", N // 256, 256, _phase_args, _phase_check),
     "cmath_uint": Spec(
         CMATH_UINT, "hypot_u", N // 256, 256,

@@ -229,11 +229,12 @@ def _spell(toks: list[_Tok]) -> str:
 
 
 def _join(words: list[str]) -> str:
-    out, prev = "", None
+    out, prev, before = "", None, None
     for w in words:
+        unary = prev in ("-", "+", "~", "!") and before in (None, ",", "<", "(", "[", "=")
         glue = (prev is None or w in _NO_SPACE_BEFORE or prev in _NO_SPACE_AFTER
-                or (prev, w) == (")", "("))
-        out, prev = out + ("" if glue else " ") + w, w
+                or (prev, w) == (")", "(") or unary)
+        out, prev, before = out + ("" if glue else " ") + w, w, prev
     return out
 
 
@@ -445,11 +446,12 @@ def _merge(found: list) -> list[KernelDecl]:
     return [entry[0] for entry in out]
 
 
-_NAME_PUNCT = re.compile(r"\s*([<>,*&()\[\]:])\s*")
+_NAME_SPACE = re.compile(r"(?<=\W)\s+|\s+(?=\W)")
 
 
 def normalize_name(name: str) -> str:
     """One spelling per kernel name or name expression, for lookups: no
-    spaces around punctuation, single spaces between words
-    ("scale< float , 5 >" -> "scale<float,5>")."""
-    return _NAME_PUNCT.sub(r"\1", " ".join(name.split()))
+    spaces next to punctuation, single spaces between words
+    ("scale< float , -5 >", "scale<float, - 5>" -> "scale<float,-5>";
+    "unsigned  int" -> "unsigned int")."""
+    return _NAME_SPACE.sub("", " ".join(name.split()))

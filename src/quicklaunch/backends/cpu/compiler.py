@@ -125,6 +125,24 @@ def rewrite_extern_shared(source: str, filename: str, first_line: int = 1) -> st
     return "".join(out)
 
 
+_EXPLICIT_INSTANTIATION = re.compile(r"\btemplate\s+(?!<)[^;{}<]*?\b(__global__)\b")
+
+
+def rewrite_explicit_instantiations(source: str) -> str:
+    """`template __global__ void k<128>(float *);` instantiates a kernel; on
+    the CPU `__global__` means `inline`, which an explicit instantiation may
+    not say, so the word is blanked there (same length: lines and columns
+    stay). The instantiation then compiles, and the scan has already listed
+    `k<128>` as one of the module's kernels."""
+    code = strip_comments(source)
+    out, last = [], 0
+    for m in _EXPLICIT_INSTANTIATION.finditer(code):
+        out += [source[last:m.start(1)], " " * len("__global__")]
+        last = m.end(1)
+    out.append(source[last:])
+    return "".join(out)
+
+
 def translation_unit(source: str, exprs: list[str], filename: str, first_line: int = 1,
                      kernel_tiers: dict[str, int] | None = None) -> str:
     """The C++ the host compiler sees: shim, the user's source with line
@@ -132,8 +150,9 @@ def translation_unit(source: str, exprs: list[str], filename: str, first_line: i
     tier it runs in; 1 when not given)."""
     kernel_tiers = kernel_tiers or {}
     rows = "".join(f'QL_KERNEL("{e}", {kernel_tiers.get(e, 1)}, &{e})\n' for e in exprs)
+    body = rewrite_extern_shared(rewrite_explicit_instantiations(source), filename, first_line)
     return (f'#include "cuda_shim.h"\n#line {first_line} "{filename}"\n'
-            f'{rewrite_extern_shared(source, filename, first_line)}\n'
+            f'{body}\n'
             f'#line 1 "<quicklaunch kernel table>"\n#include "ql_cpu_export.h"\n'
             f"QL_MODULE_BEGIN\n{rows}QL_MODULE_END({len(exprs)})\n")
 
