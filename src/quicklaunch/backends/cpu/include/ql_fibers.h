@@ -119,7 +119,7 @@ QL_FN char *stack_top(unsigned i, unsigned need) {
 }
 
 /* ---------------------------------------------------------------- block */
-enum state : unsigned char { RUNNABLE, AT_BARRIER, AT_WARP, EXITED };
+enum state : unsigned char { RUNNABLE, AT_BARRIER, AT_WARP, AT_TILE, EXITED };
 enum op : unsigned char {
     OP_SYNCWARP, OP_SHFL, OP_SHFL_UP, OP_SHFL_DOWN, OP_SHFL_XOR, OP_BALLOT, OP_ANY, OP_ALL,
     OP_ACTIVEMASK, OP_MATCH_ANY, OP_MATCH_ALL, OP_ADD, OP_MIN, OP_MAX, OP_UMIN, OP_UMAX,
@@ -144,6 +144,7 @@ struct lane {
     uint64_t value;     /* what this lane brings */
     uint64_t result;    /* what it gets back */
     int pred;           /* barrier predicate in, __match_all_sync predicate out */
+    unsigned tile;      /* AT_TILE: the size of the multi-warp tile it syncs */
 };
 
 struct block {
@@ -151,6 +152,9 @@ struct block {
     uint3 *tid;         /* this worker's threadIdx, reached without a TLS lookup */
     unsigned n, cur, alive, at_barrier, at_warp;
     unsigned char waiting[32];  /* lanes of each warp at a warp function */
+    unsigned char exited[32];   /* lanes of each warp that have exited */
+    unsigned short tile_waiting[32]; /* lanes at a multi-warp tile's sync, by its first warp */
+    uint64_t *slots;    /* one word per thread: what multi-warp tile shuffles exchange */
     barrier_kind bkind;
     context sched;
     void (*body)(void **);
@@ -193,6 +197,7 @@ QL_FN void fiber_main(void *arg) {
     unsigned me = b->cur;
     b->lanes[me].st = EXITED;
     --b->alive;
+    ++b->exited[me / 32];
     yield(b, me);
     __builtin_unreachable();
 }
@@ -333,8 +338,56 @@ QL_FN void resolve_group(block *b, unsigned w0, unsigned m) {
 }
 
 QL_FN const char *describe(const lane &l) {
-    return l.st == AT_BARRIER ? "__syncthreads" : l.st == AT_WARP ? op_names[l.wop] : "";
+    return l.st == AT_BARRIER ? "__syncthreads" : l.st == AT_WARP ? op_names[l.wop]
+                                 : l.st == AT_TILE ? "a multi-warp tile's sync" : "";
 }
+
+/* --------------------------------------------- multi-warp tiles (N > 32)
+ * A tile of N threads (a power of two from 64 to 1024, so whole warps,
+ * starting at a multiple of N) syncs at a barrier over its own threads only:
+ * each arriving thread waits (AT_TILE) until every live thread of the tile
+ * is there; threads that exited release it, as they release __syncthreads.
+ * A thread of the tile at another barrier, a warp function or a tile of
+ * another size leaves the tile waiting: a deadlock, reported with the
+ * block's. */
+QL_FN unsigned tile_live(const block *b, unsigned t0, unsigned N) {
+    unsigned gone = 0;
+    for (unsigned w = t0 / 32; w < (t0 + N) / 32; ++w) gone += b->exited[w];
+    return N - gone;
+}
+
+/* Releases the tile at t0 of N threads once every live thread has arrived.
+ * Returns 1 when released, 0 when not every thread is there yet, -1 after
+ * reporting a thread of the tile at another tile's sync (not converged). */
+QL_FN int release_tile(block *b, unsigned t0, unsigned N, barrier_kind kind) {
+    lane *L = b->lanes + t0;
+    int count = 0, all = 1, any = 0;
+    for (unsigned j = 0; j < N; ++j) {
+        if (L[j].st == EXITED) continue;
+        if (L[j].st != AT_TILE) return 0;
+        if (L[j].tile != N) {
+            ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
+                      "thread_block_tile<%u>::sync in block (%u, %u, %u): thread (%u, %u, %u) "
+                      "of the tile waits at thread_block_tile<%u>'s instead (not converged); "
+                      "every thread of a tile must reach the same collective",
+                      N, blockIdx.x, blockIdx.y, blockIdx.z, L[j].tid.x, L[j].tid.y,
+                      L[j].tid.z, L[j].tile);
+            return -1;
+        }
+        count += L[j].pred != 0;
+        all &= L[j].pred != 0;
+        any |= L[j].pred != 0;
+    }
+    const int r = kind == BAR_COUNT ? count : kind == BAR_AND ? all : kind == BAR_OR ? any : 0;
+    for (unsigned j = 0; j < N; ++j)
+        if (L[j].st == AT_TILE) {
+            L[j].st = RUNNABLE;
+            L[j].pred = r;
+        }
+    b->tile_waiting[t0 / 32] = 0;
+    return 1;
+}
+
 
 /* Every live thread is at the barrier: release them all with the result of
  * __syncthreads_count/_and/_or. */
@@ -402,6 +455,17 @@ QL_FN int resolve(block *b) {
             }
         }
     }
+    /* Multi-warp tiles whose last live threads exited while the rest waited. */
+    for (unsigned j = 0; j < b->n;) {
+        if (b->lanes[j].st != AT_TILE) { ++j; continue; }
+        const unsigned N = b->lanes[j].tile, t0 = j & ~(N - 1);
+        if (b->tile_waiting[t0 / 32] == tile_live(b, t0, N)) {
+            const int r = release_tile(b, t0, N, (barrier_kind)b->lanes[j].arg);
+            if (r < 0) return -1;
+            progress |= r;
+        }
+        j = t0 + N;
+    }
     if (progress) return 1;
     if (b->alive && b->at_barrier == b->alive) {
         release_barrier(b);
@@ -418,10 +482,16 @@ QL_FN void report_deadlock(block *b) {
         if (l.st == EXITED) { ++j; continue; }
         unsigned k = j;
         while (k + 1 < b->n && b->lanes[k + 1].st == l.st &&
-               (l.st != AT_WARP || b->lanes[k + 1].wop == l.wop))
+               (l.st != AT_WARP || b->lanes[k + 1].wop == l.wop) &&
+               (l.st != AT_TILE || b->lanes[k + 1].tile == l.tile))
             ++k;
-        used += snprintf(detail + used, sizeof detail - used, "%sthreads %u-%u wait at %s",
-                         used ? "; " : "", j, k, describe(l));
+        if (l.st == AT_TILE)
+            used += snprintf(detail + used, sizeof detail - used,
+                             "%sthreads %u-%u wait at thread_block_tile<%u>::sync",
+                             used ? "; " : "", j, k, l.tile);
+        else
+            used += snprintf(detail + used, sizeof detail - used, "%sthreads %u-%u wait at %s",
+                             used ? "; " : "", j, k, describe(l));
         j = k + 1;
     }
     ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
@@ -434,14 +504,17 @@ QL_FN void report_deadlock(block *b) {
 QL_FN int run_block(void (*body)(void **), void **params, unsigned bx, unsigned by,
                     unsigned bz) {
     static thread_local lane *lanes;
+    static thread_local uint64_t *slots;
     static thread_local unsigned nlanes;
     const unsigned n = bx * by * bz;
     if (n > nlanes) {
         free(lanes);
+        free(slots);
         lanes = (lane *)calloc(n, sizeof(lane));
-        nlanes = lanes ? n : 0;
+        slots = (uint64_t *)calloc(n, sizeof(uint64_t));
+        nlanes = lanes && slots ? n : 0;
     }
-    if (!lanes || !stack_top(0, n)) {
+    if (!nlanes || !stack_top(0, n)) {
         ql_report(QL_CPU_ERROR_OUT_OF_MEMORY, "no memory for %u fiber stacks of %zu bytes", n,
                   stack_bytes());
         return -1;
@@ -454,6 +527,9 @@ QL_FN int run_block(void (*body)(void **), void **params, unsigned bx, unsigned 
     b.at_barrier = 0;
     b.at_warp = 0;
     memset(b.waiting, 0, sizeof b.waiting);
+    memset(b.exited, 0, sizeof b.exited);
+    memset(b.tile_waiting, 0, sizeof b.tile_waiting);
+    b.slots = slots;
     b.bkind = BAR_PLAIN;
     b.body = body;
     b.params = params;
@@ -558,6 +634,69 @@ QL_FN int barrier(barrier_kind kind, int pred) {
     }
     yield(b, me);
     return b->lanes[me].pred;
+}
+
+/* thread_block_tile<N>::sync (and any/all) for a multi-warp tile: waits for
+ * every live thread of the calling thread's tile of N; returns the count /
+ * and / or of the predicates for BAR_COUNT / BAR_AND / BAR_OR. */
+QL_FN int tile_barrier(unsigned N, barrier_kind kind, int pred) {
+    block *b = current;
+    const unsigned me = b->cur, t0 = me & ~(N - 1);
+    lane &l = b->lanes[me];
+    l.st = AT_TILE;
+    l.tile = N;
+    l.pred = pred;
+    l.arg = kind;
+    if (++b->tile_waiting[t0 / 32] == tile_live(b, t0, N)) {
+        /* The last live thread of the tile releases it and goes on. */
+        const int r = release_tile(b, t0, N, kind);
+        if (r < 0) abort_lane();
+        if (r > 0) return l.pred;
+    }
+    yield(b, me);
+    return b->lanes[me].pred;
+}
+
+/* A multi-warp tile's shuffle of one word: every thread of the tile leaves
+ * its word in its slot, the tile syncs, each reads the word of rank `src`
+ * (mod N), and the tile syncs again before the slots are reused. */
+QL_FN uint64_t tile_shfl(unsigned N, uint64_t v, unsigned src) {
+    block *b = current;
+    const unsigned me = b->cur, t0 = me & ~(N - 1);
+    b->slots[me] = v;
+    b->lanes[me].value = src;
+    tile_barrier(N, BAR_PLAIN, 0);
+    /* CUDA: every thread of a multi-warp tile names the same src_rank, a
+     * rank of the tile; anything else is undefined on a GPU. */
+    unsigned first = t0;
+    while (b->lanes[first].st == EXITED) ++first;   /* this lane is not */
+    const char *why = src >= N ? "is not a rank of the tile"
+                      : b->lanes[first].value != src ? "differs from the src_rank of the "
+                                                       "tile's first thread" : 0;
+    if (why) {
+        ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
+                  "thread_block_tile<%u>::shfl in block (%u, %u, %u), thread (%u, %u, %u): "
+                  "src_rank %u %s (%u); in a tile of more than 32 threads every thread must "
+                  "name the same src_rank, below %u, else the result is undefined on a GPU",
+                  N, blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z,
+                  src, why, (unsigned)b->lanes[first].value, N);
+        abort_lane();
+    }
+    const uint64_t r = b->slots[t0 + src];
+    tile_barrier(N, BAR_PLAIN, 0);
+    return r;
+}
+
+/* out[k] = the word of the tile's rank k * stride + offset, k < N / stride
+ * (every thread of the tile gets them all, in two syncs). */
+QL_FN void tile_gather(unsigned N, uint64_t v, unsigned stride, unsigned offset,
+                       uint64_t *out) {
+    block *b = current;
+    const unsigned me = b->cur, t0 = me & ~(N - 1);
+    b->slots[me] = v;
+    tile_barrier(N, BAR_PLAIN, 0);
+    for (unsigned k = 0; k < N / stride; ++k) out[k] = b->slots[t0 + k * stride + offset];
+    tile_barrier(N, BAR_PLAIN, 0);
 }
 
 template <class T> QL_FN uint64_t bits(T v) {
