@@ -36,9 +36,6 @@ ADAPT = {   # source -> (extra options, why the CUDA build needs them, the error
     "test_corpus.ROWS_SOURCE": ([INF], "as REDUCE_SOURCE", '"INFINITY" is undefined'),
     "test_faults.SOURCE": (["-D__builtin_trap=__trap"], "__builtin_trap is the host "
                            "compiler's spelling of __trap", '"__builtin_trap" is undefined'),
-    "test_scalars.SOURCE": (["--pre-include=cuda_fp16.h", "--pre-include=cuda_bf16.h"],
-                            "the CPU shim declares __half and __nv_bfloat16 without an "
-                            "#include", '"__half" is undefined'),
     "test_module.SOURCE": (["-DOPTION_VALUE=41"], "the CPU test passes the same option",
                            '"OPTION_VALUE" is undefined'),
 }
@@ -70,6 +67,8 @@ def name_expressions(case: str) -> list[str]:
         return ["axpy<float>", "axpy<double>"]
     if case == "test_cg_any_type.SOURCE":
         return ["moves<4>", "moves<32>"]
+    if case == "test_limits_cpu.LIMITS_SOURCE":
+        return list(_cpu("test_limits_cpu").NAME_EXPRESSIONS)
     return []
 
 

@@ -22,5 +22,5 @@ from here.
 
 include/ holds ql_reflect.cuh and the stand-in headers both compilers take
 as they are; each backend's include/ holds only what differs (its prelude,
-assert.h, stdint.h, ...).
+stdint.h, type_traits, ...).
 """
