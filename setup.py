@@ -27,8 +27,10 @@ setup(
         Extension(
             "quicklaunch.backends.cpu._runtime",
             # calls go one way: runtime.c (the launch entry) -> streams.c
-            # (events.c, graphs.c beside it) -> work.c -> pool.c -> fault.c
+            # (events.c, graphs.c beside it) -> work.c -> pool.c -> fault.c;
+            # cooperative.c (cooperative launches) calls pool.c
             sources=["src/quicklaunch/backends/cpu/runtime.c",
+                     "src/quicklaunch/backends/cpu/cooperative.c",
                      "src/quicklaunch/backends/cpu/streams.c",
                      "src/quicklaunch/backends/cpu/events.c",
                      "src/quicklaunch/backends/cpu/graphs.c",

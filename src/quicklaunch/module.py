@@ -36,6 +36,10 @@ class Param(NamedTuple):
     kind: str
 
 
+_core_configure = _launch.KernelCore.configure
+_core_launch = _launch.KernelCore.launch
+
+
 class Kernel(_launch.KernelCore):
     """A compiled kernel. Launch it with ``k[grid, block](*args)``,
     ``k.configure(grid, block)(*args)`` or ``k.launch(grid, block, *args)``."""
@@ -61,6 +65,21 @@ class Kernel(_launch.KernelCore):
         self.params = params
         self.module = module
         self.device = dev
+
+    def configure(self, grid, block, shared_mem=0, stream=None, cooperative=False):
+        """A launch function bound to this configuration. ``cooperative=True``:
+        every block resident at once, for kernels that call grid.sync()
+        (quicklaunch.cooperative); a grid that cannot be co-resident is
+        refused with a LaunchError that gives the limit."""
+        if cooperative:
+            from .cooperative import CooperativeLauncher
+            return CooperativeLauncher(self, grid, block, shared_mem, stream)
+        return _core_configure(self, grid, block, shared_mem, stream)
+
+    def launch(self, grid, block, *args, shared_mem=0, stream=None, cooperative=False):
+        if cooperative:
+            return self.configure(grid, block, shared_mem, stream, cooperative=True)(*args)
+        return _core_launch(self, grid, block, *args, shared_mem=shared_mem, stream=stream)
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel '{self.name}' needs a launch configuration: call "
@@ -110,11 +129,11 @@ class DebugKernel(Kernel):
             pass  # an unhashable stream object: not cached
         return stub
 
-    def configure(self, grid, block, shared_mem=0, stream=None):
-        return self._stub(super().configure(grid, block, shared_mem, stream))
+    def configure(self, grid, block, shared_mem=0, stream=None, cooperative=False):
+        return self._stub(super().configure(grid, block, shared_mem, stream, cooperative))
 
-    def launch(self, grid, block, *args, shared_mem=0, stream=None):
-        return self.configure(grid, block, shared_mem, stream)(*args)
+    def launch(self, grid, block, *args, shared_mem=0, stream=None, cooperative=False):
+        return self.configure(grid, block, shared_mem, stream, cooperative)(*args)
 
 
 class Module:

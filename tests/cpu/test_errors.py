@@ -111,16 +111,16 @@ def test_bad_name_expression(cpu):
         ql.compile(SOURCE, device=cpu, name_expressions=["no_such_kernel<int>"])
 
 
-def test_grid_synchronisation_is_refused(cpu):
+def test_coalesced_threads_is_refused(cpu):
+    # (this_grid() is supported: tests/cpu/test_cg_grid.py)
     source = r"""
     #include <cooperative_groups.h>
     namespace cg = cooperative_groups;
-    __global__ void all_blocks(int *x) {
-        cg::grid_group g = cg::this_grid();
-        g.sync();
+    __global__ void active(int *x) {
+        x[0] = cg::coalesced_threads().size();
     }"""
-    with pytest.raises(ql.CompileError, match=r"uses this_grid, which the CPU device does not "
-                                              r"support"):
+    with pytest.raises(ql.CompileError, match=r"uses coalesced_threads, which the CPU device "
+                                              r"does not support"):
         ql.compile(source, device=cpu)
 
 

@@ -59,7 +59,7 @@ def split_arch(options: tuple[str, ...], source: str = "") -> tuple[int, tuple[s
                                f" or newer", source=source, options=options)
     return arch, tuple(rest)
 # Names the scan can find that the CPU device refuses, with a CompileError.
-UNSUPPORTED = frozenset({"this_grid", "coalesced_threads"})
+UNSUPPORTED = frozenset({"coalesced_threads"})
 _lock = threading.Lock()
 _loaded: dict[str, "Built"] = {}   # cache key -> module: one dlopen per process
 _cache = cache_mod.CompileCache()

@@ -59,6 +59,16 @@ class CpuBackend:
         from .loader import global_variable
         return global_variable(image.library, image.path, name)
 
+    def launch_cooperative(self, kernel, grid, block, shared, stream, params) -> None:
+        """Every block at once, each on a thread of its own (cooperative.c),
+        after the work queued before it (the stream's, or every stream's for
+        the default stream); returns when the launch is over."""
+        if stream:
+            self._ops.stream_synchronize(stream)
+        else:
+            self._ops.device_synchronize()
+        runtime.launch_cooperative(kernel, grid, block, shared, params.address)
+
     # -------------------------------------------------------------- memory
     def _no_device_memory(self, *args):
         raise DeviceError("the CPU device's memory is host memory: NumPy allocates and "

@@ -12,7 +12,7 @@ import ctypes
 import struct
 from dataclasses import dataclass
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 
 class _Param(ctypes.Structure):

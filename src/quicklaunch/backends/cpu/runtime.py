@@ -17,6 +17,7 @@ _STATUS = {
     400: ("invalid handle", "the kernel or stream handle is not valid on the CPU device "
                             "(a closed stream, or another device's?)"),
     801: ("not supported", "the CPU runtime does not take 'extra' launch parameters"),
+    720: ("cooperative launch too large", "the grid cannot be co-resident on the CPU device"),
 }
 
 # Statuses that come with a message (ql_cpu_last_error): a fault in the kernel
@@ -43,6 +44,12 @@ def library() -> ctypes.CDLL:
     lib.ql_cpu_set_threads.restype = ctypes.c_int
     lib.ql_cpu_set_threads.argtypes = [ctypes.c_int]
     lib.ql_cpu_last_error.restype = ctypes.c_char_p
+    lib.ql_cpu_cooperative_limit.restype = ctypes.c_uint64
+    lib.ql_cpu_cooperative_limit.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64),
+                                             ctypes.POINTER(ctypes.c_uint64)]
+    lib.ql_cpu_launch_cooperative.restype = ctypes.c_int
+    lib.ql_cpu_launch_cooperative.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+        ctypes.c_void_p]
     return lib
 
 
@@ -59,6 +66,40 @@ def inline_threads() -> int:
 def threads() -> int:
     """Threads that execute blocks, the launching thread included."""
     return library().ql_cpu_threads()
+
+
+def cooperative_limit(threads_per_block: int) -> tuple[int, int, int]:
+    """(most blocks a cooperative launch may have, bytes of one fiber stack,
+    the memory budget for all of them): see cooperative.c."""
+    stack, budget = ctypes.c_uint64(), ctypes.c_uint64()
+    n = library().ql_cpu_cooperative_limit(threads_per_block, ctypes.byref(stack),
+                                           ctypes.byref(budget))
+    return n, stack.value, budget.value
+
+
+COOPERATIVE_MAX_BLOCKS = 1024   # cooperative.c's QL_COOP_MAX_BLOCKS: one OS thread each
+
+
+def launch_cooperative(kernel, grid, block, shared: int, params_address: int) -> None:
+    """Runs a cooperative launch now (cooperative.c); raises LaunchError."""
+    threads, nblocks = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
+    limit, stack, budget = cooperative_limit(threads)
+    if nblocks > limit:
+        gib = budget / 2**30
+        raise LaunchError(
+            f"kernel '{kernel.name}': a cooperative launch of {nblocks} blocks of {threads} "
+            f"threads cannot be co-resident on the CPU device, which holds at most {limit} "
+            f"such blocks: each block runs at once on a thread of its own (at most "
+            f"{COOPERATIVE_MAX_BLOCKS}), its {threads} threads as fibers with "
+            f"{stack // 1024}-KiB stacks, guard page included ({threads * stack / 2**20:.0f} MiB "
+            f"a block), and the "
+            f"stacks of all blocks may take at most a quarter of the host's memory "
+            f"({gib:.1f} GiB); use a grid of at most {limit} blocks (a grid-stride loop "
+            f"covers any size), smaller blocks, or a smaller QUICKLAUNCH_CPU_STACK")
+    status = library().ql_cpu_launch_cooperative(kernel.handle, *grid, *block, shared,
+                                                 params_address)
+    if status:
+        raise error_hook(kernel, status)
 
 
 def error_hook(kernel, status: int) -> LaunchError:

@@ -1,5 +1,6 @@
-/* cooperative_groups for the quicklaunch CPU device: the thread block and
- * its warp-sized tiles, over the shim's barrier and warp functions (tier 2).
+/* cooperative_groups for the quicklaunch CPU device: the grid (for
+ * cooperative launches), the thread block and its tiles, over the shim's
+ * barrier and warp functions and the fiber scheduler (tier 2).
  * coalesced_threads() is not provided: the compiler driver refuses modules
  * that use it with a CompileError. */
 #ifndef QL_COOPERATIVE_GROUPS_H
@@ -26,6 +27,34 @@ class thread_block {
 };
 
 QL_FN thread_block this_thread_block(void) { return thread_block(); }
+
+/* The whole grid, as CUDA's grid_group. sync() needs a cooperative launch
+ * (k.configure(grid, block, cooperative=True)): the CPU runtime then runs
+ * every block at once, each on a thread of its own (ql_fibers.h's
+ * grid_barrier); is_valid() says whether this launch was one. */
+class grid_group {
+  public:
+    void sync() const { ql_fiber::grid_barrier(); }
+    bool is_valid() const { return ql_launch_dims && ql_launch_dims->grid_sync; }
+    unsigned long long num_blocks() const {
+        return (unsigned long long)gridDim.x * gridDim.y * gridDim.z;
+    }
+    unsigned long long block_rank() const {
+        return ((unsigned long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+    }
+    unsigned long long num_threads() const {
+        return num_blocks() * (blockDim.x * blockDim.y * blockDim.z);
+    }
+    unsigned long long size() const { return num_threads(); }
+    unsigned long long thread_rank() const {
+        return block_rank() * (blockDim.x * blockDim.y * blockDim.z) + ql_linear_thread();
+    }
+    dim3 dim_blocks() const { return gridDim; }
+    dim3 block_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
+    dim3 group_dim() const { return gridDim; }
+};
+
+QL_FN grid_group this_grid(void) { return grid_group(); }
 
 /* A tile shuffle of any trivially copyable type, as CUDA's tiles allow:
  * values of up to 8 bytes move in one warp shuffle, larger ones in 8-byte

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define QL_CPU_ABI_VERSION 3u
+#define QL_CPU_ABI_VERSION 4u
 
 /* One parameter as the compiler reflects it; `kind` is an enum ql_kind. */
 typedef struct ql_cpu_param {
@@ -50,12 +50,27 @@ typedef struct ql_cpu_error {
     char message[1024];
 } ql_cpu_error;
 
+/* The grid barrier of a cooperative launch (ql_cpu_launch_cooperative),
+ * which runs every block at once, each on a thread of its own. A block whose
+ * live threads have all reached grid.sync() calls `sync` from the thread
+ * that runs it; it returns when every block of the grid has arrived
+ * (QL_GRID_RELEASED), or QL_GRID_DEADLOCK when it never can (blocks have
+ * exited without reaching it; `waiting` and `exited` say how many blocks are
+ * in each state), or QL_GRID_FAILED when the launch has failed elsewhere
+ * (the error is already recorded). The runtime owns `state`. */
+enum { QL_GRID_RELEASED = 0, QL_GRID_DEADLOCK = 1, QL_GRID_FAILED = 2 };
+typedef struct ql_cpu_grid {
+    void *state;
+    int (*sync)(const struct ql_cpu_grid *g, uint32_t *waiting, uint32_t *exited);
+} ql_cpu_grid;
+
 typedef struct ql_cpu_dims {
     uint32_t grid[3];
     uint32_t block[3];
     uint32_t shared_bytes;   /* dynamic shared memory of the launch */
     uint32_t reserved;
     ql_cpu_error *error;     /* where the module reports a failure */
+    const ql_cpu_grid *grid_sync; /* a cooperative launch's grid barrier, else 0 */
 } ql_cpu_dims;
 
 /* What the runtime's fault handler asks a module about a fault in one of

@@ -95,12 +95,27 @@ QL_FN size_t stack_bytes(void) {
 /* This worker's stacks: one per CUDA thread of the largest block seen. */
 static thread_local char *stacks_base __attribute__((unused));
 static thread_local unsigned stacks_count __attribute__((unused));
+/* This worker's lanes and multi-warp tile slots (run_block). */
+struct lane;
+static thread_local lane *worker_lanes __attribute__((unused));
+static thread_local uint64_t *worker_slots __attribute__((unused));
+static thread_local unsigned worker_nlanes __attribute__((unused));
+
+/* Frees a worker's stacks, lanes and slots when its thread exits: the pool's
+ * workers live as long as the process, but a cooperative launch runs each
+ * block on a thread of its own, which exits at the end of the launch. */
+struct worker_memory {
+    bool armed = false;
+    ~worker_memory();
+};
 
 QL_FN char *stack_top(unsigned i, unsigned need) {
     char *&base = stacks_base;
     unsigned &count = stacks_count;
     const size_t each = stack_bytes();
     if (need > count) {
+        static thread_local worker_memory keeper;
+        keeper.armed = true;
         if (base) munmap(base, each * count);
         base = (char *)mmap(0, each * need, PROT_READ | PROT_WRITE,
                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -119,7 +134,7 @@ QL_FN char *stack_top(unsigned i, unsigned need) {
 }
 
 /* ---------------------------------------------------------------- block */
-enum state : unsigned char { RUNNABLE, AT_BARRIER, AT_WARP, AT_TILE, EXITED };
+enum state : unsigned char { RUNNABLE, AT_BARRIER, AT_WARP, AT_TILE, AT_GRID, EXITED };
 enum op : unsigned char {
     OP_SYNCWARP, OP_SHFL, OP_SHFL_UP, OP_SHFL_DOWN, OP_SHFL_XOR, OP_BALLOT, OP_ANY, OP_ALL,
     OP_ACTIVEMASK, OP_MATCH_ANY, OP_MATCH_ALL, OP_ADD, OP_MIN, OP_MAX, OP_UMIN, OP_UMAX,
@@ -151,6 +166,7 @@ struct block {
     lane *lanes;
     uint3 *tid;         /* this worker's threadIdx, reached without a TLS lookup */
     unsigned n, cur, alive, at_barrier, at_warp;
+    unsigned at_grid;   /* threads at grid.sync() (a cooperative launch) */
     unsigned char waiting[32];  /* lanes of each warp at a warp function */
     unsigned char exited[32];   /* lanes of each warp that have exited */
     unsigned short tile_waiting[32]; /* lanes at a multi-warp tile's sync, by its first warp */
@@ -339,7 +355,8 @@ QL_FN void resolve_group(block *b, unsigned w0, unsigned m) {
 
 QL_FN const char *describe(const lane &l) {
     return l.st == AT_BARRIER ? "__syncthreads" : l.st == AT_WARP ? op_names[l.wop]
-                                 : l.st == AT_TILE ? "a multi-warp tile's sync" : "";
+                                 : l.st == AT_TILE ? "a multi-warp tile's sync"
+                                 : l.st == AT_GRID ? "grid.sync()" : "";
 }
 
 /* --------------------------------------------- multi-warp tiles (N > 32)
@@ -409,6 +426,29 @@ QL_FN void release_barrier(block *b) {
     b->bkind = BAR_PLAIN;
 }
 
+/* ------------------------------------------------ grid.sync() (cooperative)
+ * Every live thread of the block is at grid.sync(): the worker (this block's
+ * own thread in a cooperative launch) waits at the launch's grid barrier for
+ * the other blocks, then releases its threads. Returns 1, or -1 after
+ * reporting a grid barrier that can never complete. */
+QL_FN int release_grid(block *b) {
+    const ql_cpu_grid *g = ql_launch_dims->grid_sync;
+    uint32_t waiting = 0, exited = 0;
+    const int r = g->sync(g, &waiting, &exited);
+    if (r == QL_GRID_DEADLOCK)
+        ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
+                  "grid.sync() in block (%u, %u, %u) can never complete: %u block%s of the "
+                  "grid wait%s at it and %u %s exited without reaching it (on a GPU the launch "
+                  "hangs); every block must reach each grid.sync()", blockIdx.x, blockIdx.y,
+                  blockIdx.z, waiting, waiting == 1 ? "" : "s", waiting == 1 ? "s" : "",
+                  exited, exited == 1 ? "has" : "have");
+    if (r != QL_GRID_RELEASED) return -1;
+    for (unsigned j = 0; j < b->n; ++j)
+        if (b->lanes[j].st == AT_GRID) b->lanes[j].st = RUNNABLE;
+    b->at_grid = 0;
+    return 1;
+}
+
 /* Resolves warp rendezvous and the barrier after a pass. Returns 1 on
  * progress, 0 when the block is deadlocked, -1 after reporting a bad mask. */
 QL_FN int resolve(block *b) {
@@ -467,6 +507,7 @@ QL_FN int resolve(block *b) {
         j = t0 + N;
     }
     if (progress) return 1;
+    if (b->alive && b->at_grid == b->alive) return release_grid(b);
     if (b->alive && b->at_barrier == b->alive) {
         release_barrier(b);
         return 1;
@@ -503,9 +544,9 @@ QL_FN void report_deadlock(block *b) {
 /* Runs one block of `body` as fibers. Returns 0, or -1 after a failure. */
 QL_FN int run_block(void (*body)(void **), void **params, unsigned bx, unsigned by,
                     unsigned bz) {
-    static thread_local lane *lanes;
-    static thread_local uint64_t *slots;
-    static thread_local unsigned nlanes;
+    lane *&lanes = worker_lanes;
+    uint64_t *&slots = worker_slots;
+    unsigned &nlanes = worker_nlanes;
     const unsigned n = bx * by * bz;
     if (n > nlanes) {
         free(lanes);
@@ -526,6 +567,7 @@ QL_FN int run_block(void (*body)(void **), void **params, unsigned bx, unsigned 
     b.alive = n;
     b.at_barrier = 0;
     b.at_warp = 0;
+    b.at_grid = 0;
     memset(b.waiting, 0, sizeof b.waiting);
     memset(b.exited, 0, sizeof b.exited);
     memset(b.tile_waiting, 0, sizeof b.tile_waiting);
@@ -697,6 +739,43 @@ QL_FN void tile_gather(unsigned N, uint64_t v, unsigned stride, unsigned offset,
     tile_barrier(N, BAR_PLAIN, 0);
     for (unsigned k = 0; k < N / stride; ++k) out[k] = b->slots[t0 + k * stride + offset];
     tile_barrier(N, BAR_PLAIN, 0);
+}
+
+/* grid.sync(): the calling thread waits until every thread of the grid has
+ * arrived (threads that exited excepted, as at __syncthreads). Only a
+ * cooperative launch runs every block at once; in any other, grid.sync()
+ * is a LaunchError (on a GPU it is undefined and usually hangs). */
+QL_FN void grid_barrier(void) {
+    block *b = current;
+    const unsigned me = b->cur;
+    if (!ql_launch_dims || !ql_launch_dims->grid_sync) {
+        ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
+                  "grid.sync() in block (%u, %u, %u), thread (%u, %u, %u): the kernel was not "
+                  "launched cooperatively, so its blocks are not all resident at once (on a "
+                  "GPU grid.sync() is then undefined); launch it with "
+                  "k.configure(grid, block, cooperative=True)(...)", blockIdx.x, blockIdx.y,
+                  blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+        abort_lane();
+    }
+    b->lanes[me].st = AT_GRID;
+    if (++b->at_grid == b->alive) {
+        /* The last thread of the block to arrive waits for the grid. */
+        if (release_grid(b) < 0) abort_lane();
+        return;
+    }
+    yield(b, me);
+}
+
+inline worker_memory::~worker_memory() {
+    if (!armed) return;
+    if (stacks_base) munmap(stacks_base, stack_bytes() * stacks_count);
+    stacks_base = 0;
+    stacks_count = 0;
+    free(worker_lanes);
+    free(worker_slots);
+    worker_lanes = 0;
+    worker_slots = 0;
+    worker_nlanes = 0;
 }
 
 template <class T> QL_FN uint64_t bits(T v) {

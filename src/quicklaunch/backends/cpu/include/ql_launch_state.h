@@ -23,10 +23,16 @@ static thread_local jmp_buf *ql_tier1_abort __attribute__((unused));
 static thread_local void (*ql_tier2_abort)(void) __attribute__((unused));
 
 /* The worker's dynamic shared memory, grown to `bytes` (16-byte aligned). */
+struct ql_arena_keeper {   /* frees the arena when its thread exits (cooperative launches) */
+    char **arena;
+    ~ql_arena_keeper() { if (arena) free(*arena); }
+};
 QL_FN char *ql_dynamic_shared_arena(size_t bytes) {
     static thread_local char *arena;
     static thread_local size_t size;
     if (bytes > size) {
+        static thread_local ql_arena_keeper keeper;
+        keeper.arena = &arena;
         free(arena);
         size_t want = bytes < 4096 ? 4096 : bytes;
         arena = (char *)aligned_alloc(64, (want + 63) & ~(size_t)63);
