@@ -30,6 +30,14 @@
  *   FAKE_CUDA_MEM_LIMIT=bytes  per-device limit on cuMemAlloc'd bytes (-> 2)
  *   FAKE_CUDA_FAIL_LAUNCH=code a launch (cuLaunchKernel or cuGraphLaunch) that
  *                              passed validation returns code (and is not recorded)
+ *   FAKE_CUDA_OCCUPANCY=n      cuOccupancyMaxActiveBlocksPerMultiprocessor's answer
+ *                              (default: 2048 threads an SM over the block size, at most 32)
+ *   FAKE_CUDA_NO_COOPERATIVE=1 CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH (95) reads 0
+ *
+ * Cooperative launches: cuLaunchCooperativeKernel validates as cuLaunchKernel
+ * does, refuses a grid larger than the occupancy times the 132 SMs with 720
+ * (CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE), and records the launch in the
+ * same ring, marked cooperative (fake_cuda_launch_cooperative).
  *
  * Streams, events and graphs (and their environment variables and test
  * hooks) are in fake_streams.c, which the end of this file includes: the
@@ -42,7 +50,7 @@
  * Test-only exports (see the end of the file): fake_cuda_launch_count,
  * fake_cuda_last_launch, fake_cuda_get_launch, fake_cuda_reset,
  * fake_cuda_param_layout, fake_cuda_param_offsets, fake_cuda_alloc_count,
- * fake_cuda_module_count.
+ * fake_cuda_module_count, fake_cuda_launch_cooperative.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -53,7 +61,7 @@
 #include "fake_cuda.h"
 
 typedef struct { uintptr_t base; size_t size; int device, user; } Alloc;  /* user: from cuMemAlloc */
-typedef struct { char *name; unsigned dims[6], shared; void *stream; unsigned char *bytes; int nbytes, nparams; } Launch;
+typedef struct { char *name; unsigned dims[6], shared; void *stream; unsigned char *bytes; int nbytes, nparams, cooperative; } Launch;
 
 pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 _Thread_local Ctx *current;
@@ -89,6 +97,7 @@ static const struct { int code; const char *name, *text; } errors[] = {
     {600, "CUDA_ERROR_NOT_READY", "device not ready"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
+    {720, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "too many blocks in cooperative launch"},
     {702, "CUDA_ERROR_LAUNCH_TIMEOUT", "the launch timed out and was terminated"},
     {710, "CUDA_ERROR_ASSERT", "device-side assert triggered"},
     {715, "CUDA_ERROR_ILLEGAL_INSTRUCTION", "an illegal instruction was encountered"},
@@ -132,7 +141,8 @@ EXPORT CUresult cuDeviceGetAttribute(int *v, int attrib, int dev) {
                                    {7, 65535}, {8, DEFAULT_SMEM}, {10, 32}, {16, 132}, {97, OPTIN_SMEM}};
     NEED_DEV(dev);
     if (!v || attrib < 1 || attrib > 150) return E_VALUE;
-    *v = attrib == 75 ? cc_major : attrib == 76 ? cc_minor : 0;
+    *v = attrib == 75 ? cc_major : attrib == 76 ? cc_minor
+         : attrib == 95 ? !env_ll("FAKE_CUDA_NO_COOPERATIVE", 0) : 0;
     for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++) if (attrs[i][0] == attrib) *v = attrs[i][1];
     return OK;
 }
@@ -593,6 +603,46 @@ EXPORT CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, u
     LOCKED(launch(f, d, shared, stream, params, extra));
 }
 
+/* ---- occupancy and cooperative launches ---- */
+static int occupancy(int block_threads) {
+    long long n = env_ll("FAKE_CUDA_OCCUPANCY", -1);
+    if (n >= 0) return (int)n;
+    if (block_threads <= 0) return 0;
+    n = 2048 / block_threads;
+    return n > 32 ? 32 : (int)n;
+}
+static CUresult occupancy_query(int *n, void *h, int block_threads, size_t smem) {
+    NEED_CTX();
+    if (!n || !find_func(h) || block_threads <= 0) return E_VALUE;
+    *n = smem > OPTIN_SMEM ? 0 : occupancy(block_threads);
+    return OK;
+}
+EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int block_threads, size_t smem) {
+    LOCKED(occupancy_query(n, f, block_threads, smem));
+}
+static CUresult cooperative(void *h, const unsigned d[6], unsigned shared, void *stream, void **params) {
+    NEED_CTX();
+    if (env_ll("FAKE_CUDA_NO_COOPERATIVE", 0)) return 801;  /* CUDA_ERROR_NOT_SUPPORTED */
+    Func *f = find_func(h);
+    CUresult r = check_launch(f, d, shared, params, NULL);
+    if (r || (r = stream_check(stream))) return r;
+    const unsigned long long blocks = (unsigned long long)d[0] * d[1] * d[2];
+    if (blocks > (unsigned long long)occupancy((int)(d[3] * d[4] * d[5])) * 132) return 720;
+    if ((r = (CUresult)env_ll("FAKE_CUDA_FAIL_LAUNCH", 0))) return r;
+    unsigned char *bytes = pack_params(f, params);
+    if (!bytes) return E_OOM;
+    r = record_launch(f, d, shared, stream, bytes);
+    free(bytes);
+    if (!r) ring[(nlaunches - 1) % RING].cooperative = 1;
+    return r;
+}
+EXPORT CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                          unsigned by, unsigned bz, unsigned shared, void *stream,
+                                          void **params) {
+    const unsigned d[6] = {gx, gy, gz, bx, by, bz};
+    LOCKED(cooperative(f, d, shared, stream, params));
+}
+
 /* ---- cuGetProcAddress: base names ("cuMemAlloc") to the version current at the
  * asked API version, as the real driver maps them (VENTRY: that entry from
  * version `since` on; ENTRY: the only one, from any version) ---- */
@@ -611,6 +661,8 @@ static const struct { const char *name; int since; void *fn; } procs[] = {
     ENTRY("cuModuleGetFunction", cuModuleGetFunction), ENTRY("cuModuleGetGlobal", cuModuleGetGlobal_v2),
     ENTRY("cuFuncSetAttribute", cuFuncSetAttribute), ENTRY("cuFuncGetAttribute", cuFuncGetAttribute),
     ENTRY("cuLaunchKernel", cuLaunchKernel), ENTRY("cuMemAlloc", cuMemAlloc_v2), ENTRY("cuMemFree", cuMemFree_v2),
+    VENTRY("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel),
+    ENTRY("cuOccupancyMaxActiveBlocksPerMultiprocessor", cuOccupancyMaxActiveBlocksPerMultiprocessor),
     ENTRY("cuMemcpyHtoD", cuMemcpyHtoD_v2), ENTRY("cuMemcpyDtoH", cuMemcpyDtoH_v2),
     ENTRY("cuMemcpyDtoD", cuMemcpyDtoD_v2), ENTRY("cuMemsetD8", cuMemsetD8_v2),
     ENTRY("cuPointerGetAttribute", cuPointerGetAttribute),
@@ -691,6 +743,14 @@ EXPORT int fake_cuda_get_launch(int back, char *name, int name_len, unsigned dim
 EXPORT int fake_cuda_last_launch(char *name, int name_len, unsigned dims[6], unsigned *shared, void **stream,
                                  unsigned char *param_bytes, int cap, int *nbytes, int *nparams) {
     return fake_cuda_get_launch(0, name, name_len, dims, shared, stream, param_bytes, cap, nbytes, nparams);
+}
+/* 1 if the launch `back` launches before the latest was cooperative, 0 if not,
+ * -1 when that launch is not (or no longer) in the ring. */
+EXPORT int fake_cuda_launch_cooperative(int back) {
+    pthread_mutex_lock(&lock);
+    int r = back >= 0 && back < RING && back < nlaunches ? ring[(nlaunches - 1 - back) % RING].cooperative : -1;
+    pthread_mutex_unlock(&lock);
+    return r;
 }
 EXPORT void fake_cuda_reset(void) {  /* forgets the launches; modules, memory and contexts stay */
     pthread_mutex_lock(&lock);

@@ -24,6 +24,7 @@ DL_CUDA = 2
 # CUdevice_attribute
 _ATTR = {"max_threads": 1, "block_x": 2, "block_y": 3, "block_z": 4, "grid_x": 5, "grid_y": 6,
          "grid_z": 7, "warp": 10, "sms": 16, "major": 75, "minor": 76, "shared_optin": 97}
+CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95
 # CUfunction_attribute
 FUNC_SHARED_SIZE_BYTES = 1
 FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
@@ -160,6 +161,40 @@ class CudaDevice(GpuBackend):
             self.driver.cuModuleUnload(module)
 
     # ------------------------------------------------------------ launches
+    def launch_cooperative(self, kernel, grid, block, shared, stream, params) -> None:
+        """cuLaunchCooperativeKernel, after checking that the grid can be
+        co-resident: at most cuOccupancyMaxActiveBlocksPerMultiprocessor
+        blocks on each of the device's multiprocessors. Queued on `stream`
+        like any launch."""
+        d = self.driver
+        if not self.current():
+            self.make_current()
+        if not self._attribute(CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH):
+            raise LaunchError(f"kernel '{kernel.name}': {self.name} does not support "
+                              f"cooperative launches (CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH "
+                              f"is 0)")
+        threads = block[0] * block[1] * block[2]
+        nblocks = grid[0] * grid[1] * grid[2]
+        per_sm = c_int()
+        d.check(d.cuOccupancyMaxActiveBlocksPerMultiprocessor(byref(per_sm), kernel.handle,
+                                                              threads, shared),
+                "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        sms = self.attrs["sms"]
+        limit = per_sm.value * sms
+        if nblocks > limit:
+            raise LaunchError(
+                f"kernel '{kernel.name}': a cooperative launch of {nblocks} blocks of {threads} "
+                f"threads ({shared} bytes of dynamic shared memory) cannot be co-resident on "
+                f"{self.name}: at most {per_sm.value} such blocks fit on a multiprocessor "
+                f"(cuOccupancyMaxActiveBlocksPerMultiprocessor) x {sms} multiprocessors = "
+                f"{limit} blocks; use a grid of at most {limit} blocks (a grid-stride loop "
+                f"covers any size)")
+        status = d.cuLaunchCooperativeKernel(kernel.handle, *grid, *block, shared,
+                                             stream or None, params.address)
+        if status:
+            raise LaunchError(str(d.error(status, f"cooperative launch of kernel "
+                                                  f"'{kernel.name}'")))
+
     def error_hook(self, kernel, status: int):
         """Turns a cuLaunchKernel status into the exception to raise, or None
         (the launcher then retries once) after making the context current on

@@ -74,6 +74,14 @@ _PROTOTYPES = {
     "cuGraphExecDestroy": [c_void_p],
 }
 
+# Entries resolved at their first use (cooperative launches): a driver
+# without them still opens, and only the call that needs one fails.
+_LAZY = {
+    "cuLaunchCooperativeKernel": [c_void_p, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint,
+                                  c_uint, c_void_p, c_void_p],
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor": [POINTER(c_int), c_void_p, c_int, c_size_t],
+}
+
 # CUresult values the library reacts to
 CUDA_ERROR_NOT_INITIALIZED = 3
 CUDA_ERROR_NO_DEVICE = 100
@@ -111,6 +119,15 @@ class Driver:
         version = c_int()
         self.check(self.cuDriverGetVersion(byref(version)), "cuDriverGetVersion")
         self.version = version.value
+
+    def __getattr__(self, name: str):
+        """The _LAZY entries, resolved (and kept) at their first use."""
+        argtypes = _LAZY.get(name)
+        if argtypes is None or "_proc" not in self.__dict__:
+            raise AttributeError(name)
+        fn = self._resolve(name, argtypes)
+        setattr(self, name, fn)
+        return fn
 
     # -------------------------------------------------------------- lookup
     def _direct(self, name: str, argtypes):
