@@ -168,5 +168,6 @@ def device_part(source: str, stacklevel: int = 3) -> str:
 
         from .errors import CompileWarning
         warnings.warn("host code dropped from the kernel source (only its device part is "
-                      f"compiled): {', '.join(names)}", CompileWarning, stacklevel=stacklevel)
+                      f"compiled): {', '.join(dict.fromkeys(names))}", CompileWarning,
+                      stacklevel=stacklevel)
     return text
