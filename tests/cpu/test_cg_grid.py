@@ -259,3 +259,13 @@ def test_repeated_cooperative_launches(mod, rng):
     for _ in range(30):
         x, mid, out, *_ = run_two_phase(mod["two_phase"], 8, 64, rng)
         np.testing.assert_array_equal(out, np.roll(x * np.float32(2) + 1, -64) - x)
+
+
+def test_debug_build_launches_cooperatively(cpu):
+    dmod = ql.compile(SOURCE, device=cpu, debug=True)
+    out = poisoned(128, np.int32)
+    dmod["validity"].configure(2, 64, cooperative=True)(out)
+    assert (out == 1).all()
+    out[:] = 7
+    dmod["validity"].launch(2, 64, out, cooperative=True)
+    assert (out == 1).all()

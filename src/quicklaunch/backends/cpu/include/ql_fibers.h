@@ -167,6 +167,7 @@ struct block {
     uint3 *tid;         /* this worker's threadIdx, reached without a TLS lookup */
     unsigned n, cur, alive, at_barrier, at_warp;
     unsigned at_grid;   /* threads at grid.sync() (a cooperative launch) */
+    unsigned at_tile;   /* threads at a multi-warp tile's sync */
     unsigned char waiting[32];  /* lanes of each warp at a warp function */
     unsigned char exited[32];   /* lanes of each warp that have exited */
     unsigned short tile_waiting[32]; /* lanes at a multi-warp tile's sync, by its first warp */
@@ -400,6 +401,7 @@ QL_FN int release_tile(block *b, unsigned t0, unsigned N, barrier_kind kind) {
         if (L[j].st == AT_TILE) {
             L[j].st = RUNNABLE;
             L[j].pred = r;
+            --b->at_tile;
         }
     b->tile_waiting[t0 / 32] = 0;
     return 1;
@@ -496,7 +498,7 @@ QL_FN int resolve(block *b) {
         }
     }
     /* Multi-warp tiles whose last live threads exited while the rest waited. */
-    for (unsigned j = 0; j < b->n;) {
+    for (unsigned j = 0; b->at_tile && j < b->n;) {
         if (b->lanes[j].st != AT_TILE) { ++j; continue; }
         const unsigned N = b->lanes[j].tile, t0 = j & ~(N - 1);
         if (b->tile_waiting[t0 / 32] == tile_live(b, t0, N)) {
@@ -568,6 +570,7 @@ QL_FN int run_block(void (*body)(void **), void **params, unsigned bx, unsigned 
     b.at_barrier = 0;
     b.at_warp = 0;
     b.at_grid = 0;
+    b.at_tile = 0;
     memset(b.waiting, 0, sizeof b.waiting);
     memset(b.exited, 0, sizeof b.exited);
     memset(b.tile_waiting, 0, sizeof b.tile_waiting);
@@ -685,10 +688,18 @@ QL_FN int tile_barrier(unsigned N, barrier_kind kind, int pred) {
     block *b = current;
     const unsigned me = b->cur, t0 = me & ~(N - 1);
     lane &l = b->lanes[me];
+    if (t0 + N > b->n) {   /* tiled_partition refuses such blocks; a tile made otherwise */
+        ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
+                  "thread_block_tile<%u> in block (%u, %u, %u), thread (%u, %u, %u): the "
+                  "block has %u threads, not a multiple of %u", N, blockIdx.x, blockIdx.y,
+                  blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z, b->n, N);
+        abort_lane();
+    }
     l.st = AT_TILE;
     l.tile = N;
     l.pred = pred;
     l.arg = kind;
+    ++b->at_tile;
     if (++b->tile_waiting[t0 / 32] == tile_live(b, t0, N)) {
         /* The last live thread of the tile releases it and goes on. */
         const int r = release_tile(b, t0, N, kind);
