@@ -191,20 +191,31 @@ def test_grid_of_one_block(mod, rng):
 
 
 def test_over_limit_grid_is_refused_before_it_runs(mod, rng):
-    limit, stack, budget = runtime.cooperative_limit(1024)
-    assert 1 <= limit <= runtime.COOPERATIVE_MAX_BLOCKS
-    assert limit == min(runtime.COOPERATIVE_MAX_BLOCKS, budget // (1024 * stack))
+    lim = runtime.cooperative_limit(1024)
+    assert lim.stack_bytes >= 64 * 1024 and lim.max_blocks == 1024
+    assert lim.by_memory == lim.memory_budget // (1024 * lim.stack_bytes)
+    assert lim.by_maps == (lim.max_maps - lim.maps_in_use - 2048) // (2 * 1024 + 4)
+    assert 1 <= lim.blocks == min(lim.by_memory, lim.by_maps, lim.max_blocks)
+    limit = lim.blocks
     n = (limit + 1) * 1024
     x = np.zeros(n, np.float32)
     mid = poisoned(n, np.float32)
     with pytest.raises(ql.LaunchError, match=rf"a cooperative launch of {limit + 1} blocks of "
                        rf"1024 threads cannot be co-resident on the CPU device, which holds at "
-                       rf"most {limit} such blocks.*a quarter of the host's memory"):
+                       rf"most {limit} such blocks now.*a quarter of the host's memory.*"
+                       rf"vm\.max_map_count"):
         mod["two_phase"].configure(limit + 1, 1024, cooperative=True)(
             x, mid, mid, poisoned(n, np.uint64), poisoned(5, np.uint64))
     assert np.isnan(mid).all()   # nothing ran
-    # the thread cap: tiny blocks hit the cap on OS threads, not the memory
-    assert runtime.cooperative_limit(1)[0] == runtime.COOPERATIVE_MAX_BLOCKS
+    # the limit itself launches
+    n = limit * 1024
+    x = rng.standard_normal(n).astype(np.float32)
+    mid, out = poisoned(n, np.float32), poisoned(n, np.float32)
+    mod["two_phase"].configure(limit, 1024, cooperative=True)(
+        x, mid, out, poisoned(n, np.uint64), poisoned(5, np.uint64))
+    np.testing.assert_array_equal(out, np.roll(x * np.float32(2) + 1, -1024) - x)
+    # tiny blocks meet the cap on threads, one a block
+    assert runtime.cooperative_limit(1).blocks == 1024
     with pytest.raises(ql.LaunchError, match=r"of 1025 blocks of 1 threads.*at most 1024 "
                        r"such blocks"):
         mod["validity"].configure(1025, 1, cooperative=True)(poisoned(1025, np.int32))

@@ -13,10 +13,13 @@
  *
  * Co-residency limit: every block's fibers exist at once, each with a stack
  * of QUICKLAUNCH_CPU_STACK bytes (64 KiB by default) plus a guard page. A
- * launch may reserve stacks for at most a quarter of the host's memory, and
- * start at most QL_COOP_MAX_BLOCKS threads; ql_cpu_cooperative_limit gives
- * the number of blocks that allows, and larger grids are refused before
- * anything runs (720, CUDA's CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE). */
+ * launch may reserve stacks for at most a quarter of the host's memory; the
+ * stacks must fit in the memory mappings the process has left under
+ * vm.max_map_count (a stack and its guard are two; a block's thread adds
+ * its own stack, guard and signal stack); and it starts at most
+ * QL_COOP_MAX_BLOCKS threads. ql_cpu_cooperative_limit gives the number of
+ * blocks that allows, and larger grids are refused before anything runs
+ * (720, CUDA's CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -27,6 +30,8 @@
 #include "pool.h"
 
 #define QL_COOP_MAX_BLOCKS 1024u
+#define QL_MAPS_MARGIN 2048u      /* mappings left for everything else */
+#define QL_MAPS_PER_THREAD 4u     /* a block thread's stack, guard, signal stack, TLS */
 #define QL_CPU_ERROR_COOPERATIVE_TOO_LARGE 720
 
 typedef struct coop {
@@ -114,20 +119,51 @@ static size_t fiber_stack_bytes(void) {
     return (want + page - 1) / page * page + page;
 }
 
-/* The most blocks of `threads` CUDA threads a cooperative launch may have,
- * and (when not NULL) the numbers behind it: the bytes of one fiber stack
- * and the memory budget for all of them. */
-QL_EXPORT uint64_t ql_cpu_cooperative_limit(uint64_t threads, uint64_t *stack_bytes,
-                                            uint64_t *budget_bytes) {
+static uint64_t read_number(const char *path, uint64_t otherwise) {
+    FILE *f = fopen(path, "r");
+    unsigned long long v;
+    if (!f) return otherwise;
+    int ok = fscanf(f, "%llu", &v) == 1;
+    fclose(f);
+    return ok ? (uint64_t)v : otherwise;
+}
+
+static uint64_t maps_in_use(void) {
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f) return 0;
+    uint64_t lines = 0;
+    char buf[65536];
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < got; ++i) lines += buf[i] == '\n';
+    fclose(f);
+    return lines;
+}
+
+/* The most blocks of `threads` CUDA threads a cooperative launch may have
+ * now, and (each out pointer may be NULL) the numbers behind it: out[0] the
+ * bytes of one fiber stack, out[1] the memory budget for all stacks, out[2]
+ * the blocks that budget allows, out[3] vm.max_map_count, out[4] the
+ * mappings in use, out[5] the blocks the mappings left allow, out[6] the
+ * cap on blocks (threads). */
+QL_EXPORT uint64_t ql_cpu_cooperative_limit(uint64_t threads, uint64_t out[7]) {
     const uint64_t stack = fiber_stack_bytes();
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
-    uint64_t budget = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4
-                                            : (uint64_t)1 << 32;
-    if (stack_bytes) *stack_bytes = stack;
-    if (budget_bytes) *budget_bytes = budget;
-    if (!threads) return 0;
-    uint64_t n = budget / (threads * stack);
-    return n < QL_COOP_MAX_BLOCKS ? n : QL_COOP_MAX_BLOCKS;
+    const uint64_t budget = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 4
+                                                  : (uint64_t)1 << 32;
+    const uint64_t max_maps = read_number("/proc/sys/vm/max_map_count", 65530);
+    const uint64_t used = maps_in_use();
+    const uint64_t left = max_maps > used + QL_MAPS_MARGIN ? max_maps - used - QL_MAPS_MARGIN : 0;
+    const uint64_t by_memory = threads ? budget / (threads * stack) : 0;
+    const uint64_t by_maps = threads ? left / (2 * threads + QL_MAPS_PER_THREAD) : 0;
+    uint64_t n = by_memory < by_maps ? by_memory : by_maps;
+    if (n > QL_COOP_MAX_BLOCKS) n = QL_COOP_MAX_BLOCKS;
+    if (out) {
+        const uint64_t v[7] = {stack, budget, by_memory, max_maps, used, by_maps,
+                               QL_COOP_MAX_BLOCKS};
+        memcpy(out, v, sizeof v);
+    }
+    return n;
 }
 
 /* A cooperative launch, run now: cuLaunchCooperativeKernel's shape, less
@@ -139,7 +175,7 @@ QL_EXPORT int ql_cpu_launch_cooperative(void *f, unsigned gx, unsigned gy, unsig
     if (!k || !k->run) return QL_CPU_ERROR_INVALID_HANDLE;
     if (!gx || !gy || !gz || !bx || !by || !bz) return QL_CPU_ERROR_INVALID_VALUE;
     const uint64_t nblocks = (uint64_t)gx * gy * gz;
-    if (nblocks > ql_cpu_cooperative_limit((uint64_t)bx * by * bz, NULL, NULL))
+    if (nblocks > ql_cpu_cooperative_limit((uint64_t)bx * by * bz, NULL))
         return QL_CPU_ERROR_COOPERATIVE_TOO_LARGE;
     if (k->tier != 2)   /* no grid.sync() (no fibers): any schedule is a valid one */
         return ql_cpu_launch_now(k, gx, gy, gz, bx, by, bz, shared_bytes, params);
@@ -163,6 +199,7 @@ QL_EXPORT int ql_cpu_launch_cooperative(void *f, unsigned gx, unsigned gy, unsig
     unsigned char *started = calloc(nblocks, 1);
     if (!threads || !members || !started) {
         free(threads), free(members), free(started);
+        ql_cpu_set_last_error("no memory to start a cooperative launch");
         return QL_CPU_ERROR_OUT_OF_MEMORY;
     }
     pthread_attr_t attr;

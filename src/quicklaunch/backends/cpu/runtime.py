@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from typing import NamedTuple
 from importlib import machinery
 from pathlib import Path
 
@@ -45,8 +46,7 @@ def library() -> ctypes.CDLL:
     lib.ql_cpu_set_threads.argtypes = [ctypes.c_int]
     lib.ql_cpu_last_error.restype = ctypes.c_char_p
     lib.ql_cpu_cooperative_limit.restype = ctypes.c_uint64
-    lib.ql_cpu_cooperative_limit.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64),
-                                             ctypes.POINTER(ctypes.c_uint64)]
+    lib.ql_cpu_cooperative_limit.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]
     lib.ql_cpu_launch_cooperative.restype = ctypes.c_int
     lib.ql_cpu_launch_cooperative.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
         ctypes.c_void_p]
@@ -68,36 +68,46 @@ def threads() -> int:
     return library().ql_cpu_threads()
 
 
-def cooperative_limit(threads_per_block: int) -> tuple[int, int, int]:
-    """(most blocks a cooperative launch may have, bytes of one fiber stack,
-    the memory budget for all of them): see cooperative.c."""
-    stack, budget = ctypes.c_uint64(), ctypes.c_uint64()
-    n = library().ql_cpu_cooperative_limit(threads_per_block, ctypes.byref(stack),
-                                           ctypes.byref(budget))
-    return n, stack.value, budget.value
+class CooperativeLimit(NamedTuple):
+    """What bounds a cooperative launch on the CPU device now (cooperative.c)."""
+    blocks: int          # the most blocks of this size: the least of the three below
+    stack_bytes: int     # one fiber stack, guard page included
+    memory_budget: int   # bytes all stacks may take: a quarter of the host's memory
+    by_memory: int       # blocks that budget holds
+    max_maps: int        # vm.max_map_count
+    maps_in_use: int     # the process's memory mappings now
+    by_maps: int         # blocks the mappings left hold (two a stack, four a block thread)
+    max_blocks: int      # threads the launch may start, one a block
 
 
-COOPERATIVE_MAX_BLOCKS = 1024   # cooperative.c's QL_COOP_MAX_BLOCKS: one OS thread each
+def cooperative_limit(threads_per_block: int) -> CooperativeLimit:
+    out = (ctypes.c_uint64 * 7)()
+    n = library().ql_cpu_cooperative_limit(threads_per_block, out)
+    return CooperativeLimit(n, *out)
 
 
 def launch_cooperative(kernel, grid, block, shared: int, params_address: int) -> None:
     """Runs a cooperative launch now (cooperative.c); raises LaunchError."""
     threads, nblocks = block[0] * block[1] * block[2], grid[0] * grid[1] * grid[2]
-    limit, stack, budget = cooperative_limit(threads)
-    if nblocks > limit:
-        gib = budget / 2**30
+    lim = cooperative_limit(threads)
+    if nblocks > lim.blocks:
         raise LaunchError(
             f"kernel '{kernel.name}': a cooperative launch of {nblocks} blocks of {threads} "
-            f"threads cannot be co-resident on the CPU device, which holds at most {limit} "
-            f"such blocks: each block runs at once on a thread of its own (at most "
-            f"{COOPERATIVE_MAX_BLOCKS}), its {threads} threads as fibers with "
-            f"{stack // 1024}-KiB stacks, guard page included ({threads * stack / 2**20:.0f} MiB "
-            f"a block), and the "
-            f"stacks of all blocks may take at most a quarter of the host's memory "
-            f"({gib:.1f} GiB); use a grid of at most {limit} blocks (a grid-stride loop "
-            f"covers any size), smaller blocks, or a smaller QUICKLAUNCH_CPU_STACK")
+            f"threads cannot be co-resident on the CPU device, which holds at most "
+            f"{lim.blocks} such blocks now: every block runs at once, on a thread of its own "
+            f"(at most {lim.max_blocks}), its {threads} threads as fibers with "
+            f"{lim.stack_bytes // 1024}-KiB stacks (guard page included); the stacks may "
+            f"take at most a quarter of the host's memory ({lim.memory_budget / 2**30:.1f} "
+            f"GiB: {lim.by_memory} blocks), and each stack and its guard are two memory "
+            f"mappings, of which the process has {lim.max_maps - lim.maps_in_use} left under "
+            f"vm.max_map_count={lim.max_maps} ({lim.by_maps} blocks); use a grid of at most "
+            f"{lim.blocks} blocks (a grid-stride loop covers any size), smaller blocks, or a "
+            f"smaller QUICKLAUNCH_CPU_STACK")
     status = library().ql_cpu_launch_cooperative(kernel.handle, *grid, *block, shared,
                                                  params_address)
+    if status == 2:
+        detail = library().ql_cpu_last_error().decode(errors="replace")
+        raise LaunchError(f"kernel '{kernel.name}' failed on the CPU device: {detail}")
     if status:
         raise error_hook(kernel, status)
 

@@ -125,7 +125,17 @@ QL_FN char *stack_top(unsigned i, unsigned need) {
             return 0;
         }
         size_t page = (size_t)sysconf(_SC_PAGESIZE);
-        for (unsigned j = 0; j < need; ++j) mprotect(base + j * each, page, PROT_NONE);
+        for (unsigned j = 0; j < need; ++j) {
+            /* Each guard splits the mapping: two mappings a stack, which
+             * vm.max_map_count bounds. Without its guard a stack's overflow
+             * would go unseen: fail instead. */
+            if (mprotect(base + j * each, page, PROT_NONE) != 0) {
+                munmap(base, each * need);
+                base = 0;
+                count = 0;
+                return 0;
+            }
+        }
         count = need;
     }
     /* Stagger the tops by a cache line each: stacks a whole number of pages
@@ -558,8 +568,9 @@ QL_FN int run_block(void (*body)(void **), void **params, unsigned bx, unsigned 
         nlanes = lanes && slots ? n : 0;
     }
     if (!nlanes || !stack_top(0, n)) {
-        ql_report(QL_CPU_ERROR_OUT_OF_MEMORY, "no memory for %u fiber stacks of %zu bytes", n,
-                  stack_bytes());
+        ql_report(QL_CPU_ERROR_OUT_OF_MEMORY, "no memory for %u fiber stacks of %zu bytes "
+                  "(out of memory, or of memory mappings: each stack and its guard page are "
+                  "two, and vm.max_map_count bounds a process's)", n, stack_bytes());
         return -1;
     }
     block b;
