@@ -1,7 +1,9 @@
 """A corpus of kernels written in the idioms of real CUDA code bases (issue
 13): vectorised 128-bit loads with cache hints, templated block sizes,
 host code (prototypes, launch wrappers, main) next to the kernels, bf16
-math, <cmath>/<cfloat>/<algorithm> users, INFINITY/M_PI/FLT_MAX users.
+math, <cmath>/<cfloat>/<algorithm> users, INFINITY/M_PI/FLT_MAX users,
+cooperative-groups reductions with lambdas, `#if __CUDA_ARCH__` paths and
+kernels launched without their default arguments.
 
 Every source must compile unmodified on every device: NVRTC (sm_80,
 sm_90), hiprtc (gfx90a, gfx1030) and the CPU device. SOURCES maps a name to
@@ -29,6 +31,49 @@ class Spec:
     args: Callable
     check: Callable
     name_expressions: tuple = field(default=())
+    # {arch: text of the CompileError}: a device that refuses the idiom by
+    # design, with a clear message (32-lane warp masks on a wave64 GPU)
+    refused: dict = field(default_factory=dict)
+
+
+CG_LAMBDA_REDUCE = r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+// one warp per row: strided partial sums, then a tile reduction with a lambda
+__global__ void row_sums(const float *x, float *out, int cols) {
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const float *row = x + (size_t)blockIdx.x * cols;
+    float acc = 0.0f;
+    for (int c = warp.thread_rank(); c < cols; c += warp.size()) acc += row[c];
+    float total = cg::reduce(warp, acc, [](float a, float b) { return a + b; });
+    if (warp.thread_rank() == 0) out[blockIdx.x] = total;
+}
+"""
+
+ARCH_PATHS = r"""
+// the Ampere+ warp reduction where the architecture has it, shuffles elsewhere
+__global__ void warp_totals(const unsigned *x, unsigned *out) {
+    unsigned v = x[blockIdx.x * 32 + threadIdx.x];
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    unsigned s = __reduce_add_sync(0xffffffffu, v);
+#else
+    unsigned s = v;
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o);
+#endif
+    if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
+"""
+
+DEFAULT_ARGS = r"""
+// trailing parameters with defaults, launched without them as <<<>>> allows
+__global__ void fill_range(float *out, int n, float start = 0.5f, float step = 0.25f,
+                           const float *offset = NULL) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = start + step * i + (offset ? offset[i] : 0.0f);
+}
+"""
 
 
 def _close(a, b, tol=1e-5):
@@ -147,12 +192,15 @@ __global__ void hypot_u(const float *a, const float *b, float *out, uint n) {
 
 def _vec4_args(rng):
     x = rng.standard_normal(N).astype(np.float32)
-    return [x, np.zeros_like(x), np.float32(3.0), np.int32(N // 4)]
+    return [x, np.full_like(x, np.nan), np.float32(3.0), np.int32(N // 4)]
+
+
+def _nan(n):
+    return np.full(n, np.nan, np.float32)   # poisoned: no correct kernel writes NaN here
 
 
 def _reduce_args(rng):
-    return [rng.standard_normal(N * 4).astype(np.float32), np.zeros(8, np.float32),
-            np.int32(N * 4)]
+    return [rng.standard_normal(N * 4).astype(np.float32), _nan(8), np.int32(N * 4)]
 
 
 def _reduce_check(a):
@@ -179,7 +227,7 @@ def _bf16_check(a):
 
 
 def _phase_args(rng):
-    return [rng.standard_normal(N).astype(np.float32), np.zeros(N, np.float32), np.int32(N)]
+    return [rng.standard_normal(N).astype(np.float32), _nan(N), np.int32(N)]
 
 
 def _phase_check(a):
@@ -206,6 +254,20 @@ SOURCES: dict[str, Spec] = {
     "cmath_uint": Spec(
         CMATH_UINT, "hypot_u", N // 256, 256,
         lambda rng: [rng.random(N, dtype=np.float32), rng.random(N, dtype=np.float32),
-                     np.zeros(N, np.float32), np.uint32(N)],
+                     _nan(N), np.uint32(N)],
         lambda a: _close(a[2], np.hypot(a[0], a[1]), 1e-5)),
+    "cg_lambda_reduce": Spec(
+        CG_LAMBDA_REDUCE, "row_sums", 37, 32,
+        lambda rng: [rng.standard_normal(37 * 77).astype(np.float32), _nan(37), np.int32(77)],
+        lambda a: _close(a[1], a[0].reshape(37, 77).sum(1), 1e-4)),
+    "arch_paths": Spec(
+        ARCH_PATHS, "warp_totals", 9, 32,
+        lambda rng: [rng.integers(0, 1 << 20, 9 * 32, dtype=np.uint32),
+                     np.full(9, 0xDEADBEEF, np.uint32)],
+        lambda a: np.testing.assert_array_equal(a[1], a[0].reshape(9, 32).sum(1)),
+        refused={"gfx90a": "mask narrower than 64 bits"}),
+    "default_args": Spec(
+        DEFAULT_ARGS, "fill_range", 3, 128,
+        lambda rng: [_nan(301), np.int32(301)],
+        lambda a: _close(a[0], 0.5 + 0.25 * np.arange(301, dtype=np.float32))),
 }
