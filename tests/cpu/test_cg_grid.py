@@ -280,3 +280,25 @@ def test_debug_build_launches_cooperatively(cpu):
     out[:] = 7
     dmod["validity"].launch(2, 64, out, cooperative=True)
     assert (out == 1).all()
+
+
+FAULT_SOURCE = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void crash(int *out, int *bad) {
+    cg::grid_group grid = cg::this_grid();
+    if (blockIdx.x == 2 && threadIdx.x == 5) bad[1 << 28] = 1;
+    grid.sync();
+    out[grid.thread_rank()] = 1;
+}
+"""
+
+
+def test_a_fault_in_one_block_stops_the_waiting_ones(cpu):
+    k = ql.compile(FAULT_SOURCE, device=cpu)["crash"]
+    out = poisoned(4 * 32, np.int32)
+    with pytest.raises(ql.LaunchError, match=r"invalid memory access: write to address 0x[0-9a-f]+ "
+                       r"\(SIGSEGV\) in block \(2, 0, 0\), thread \(5, 0, 0\)"):
+        k.configure(4, 32, cooperative=True)(out, out)
+    k.configure(4, 32, cooperative=True)(out, np.zeros((1 << 28) + 1, np.int32))  # lazily zeroed
+    assert (out == 1).all()

@@ -248,3 +248,11 @@ def test_the_module_still_launches_after_a_failure(mod, rng):
         run_tiles(mod["mem128"], 1, 192, rng)
     x, ints, outs = run_tiles(mod["mem128"], 2, 256, rng)
     check_tiles(128, 256, x, ints, outs)
+
+
+@pytest.mark.parametrize("arch", ["sm_70", "sm_80"])
+def test_without_block_tile_memory_at_any_arch(cpu, rng, arch):
+    # CUDA needs block_tile_memory before sm_80; the CPU device takes both
+    m = ql.compile(SOURCE, device=cpu, options=[f"-arch={arch}"])
+    x, ints, outs = run_tiles(m["plain128"], 2, 256, rng)
+    check_tiles(128, 256, x, ints, outs)
