@@ -2,11 +2,12 @@
 kernel may call ``cooperative_groups::this_grid().sync()``.
 
 Spelled ``k.configure(grid, block, shared_mem=0, stream=None,
-cooperative=True)(*args)`` (or ``k.launch(grid, block, *args,
-cooperative=True)``): the same configuration a launch always takes, plus the
-one switch CUDA's runtime also makes a launch attribute
-(``cudaLaunchAttributeCooperative``). The fast path ``k[grid, block](...)``
-(C, ``_launch.c``) is untouched: a cooperative launch is rare and heavy (it
+cooperative=True)(*args)``: the same configuration a launch always takes,
+plus the one switch CUDA's runtime also makes a launch attribute
+(``cudaLaunchAttributeCooperative``). Only ``configure`` takes it: the fast
+paths ``k[grid, block](...)`` and ``k.launch(...)`` (C, ``_launch.c``) are
+untouched, and a Python ``launch`` wrapper would cost every plain launch
+about 0.7 us. A cooperative launch is rare and heavy (it
 starts a thread per block on the CPU, checks occupancy on a GPU), so it goes
 through Python: the arguments are packed by the launcher's own ``_pack``
 (the same checks and conversions as every launch) and handed to the

@@ -36,8 +36,9 @@ class Param(NamedTuple):
     kind: str
 
 
+# Kernel.configure adds cooperative=; k.launch and k[grid, block] stay the
+# launcher's own C (a Python launch() would cost ~0.7 us a launch).
 _core_configure = _launch.KernelCore.configure
-_core_launch = _launch.KernelCore.launch
 
 
 class Kernel(_launch.KernelCore):
@@ -70,16 +71,13 @@ class Kernel(_launch.KernelCore):
         """A launch function bound to this configuration. ``cooperative=True``:
         every block resident at once, for kernels that call grid.sync()
         (quicklaunch.cooperative); a grid that cannot be co-resident is
-        refused with a LaunchError that gives the limit."""
+        refused with a LaunchError that gives the limit. (Cooperative
+        launches are spelled only here: k.launch and k[grid, block] are the
+        C fast path.)"""
         if cooperative:
             from .cooperative import CooperativeLauncher
             return CooperativeLauncher(self, grid, block, shared_mem, stream)
         return _core_configure(self, grid, block, shared_mem, stream)
-
-    def launch(self, grid, block, *args, shared_mem=0, stream=None, cooperative=False):
-        if cooperative:
-            return self.configure(grid, block, shared_mem, stream, cooperative=True)(*args)
-        return _core_launch(self, grid, block, *args, shared_mem=shared_mem, stream=stream)
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel '{self.name}' needs a launch configuration: call "
@@ -132,8 +130,8 @@ class DebugKernel(Kernel):
     def configure(self, grid, block, shared_mem=0, stream=None, cooperative=False):
         return self._stub(super().configure(grid, block, shared_mem, stream, cooperative))
 
-    def launch(self, grid, block, *args, shared_mem=0, stream=None, cooperative=False):
-        return self.configure(grid, block, shared_mem, stream, cooperative)(*args)
+    def launch(self, grid, block, *args, shared_mem=0, stream=None):
+        return self.configure(grid, block, shared_mem, stream)(*args)
 
 
 class Module:

@@ -140,7 +140,7 @@ def test_launch_spelling_and_a_stream(mod, rng):
     x = rng.standard_normal(n).astype(np.float32)
     mid, out = poisoned(n, np.float32), poisoned(n, np.float32)
     ranks, info = poisoned(n, np.uint64), poisoned(5, np.uint64)
-    mod["two_phase"].launch(4, block, x, mid, out, ranks, info, cooperative=True)
+    mod["two_phase"].configure(4, block, cooperative=True)(x, mid, out, ranks, info)
     np.testing.assert_array_equal(out, np.roll(x * np.float32(2) + 1, -block) - x)
     s = ql.Stream(mod.device)
     out2 = poisoned(n, np.float32)
@@ -272,14 +272,16 @@ def test_repeated_cooperative_launches(mod, rng):
         np.testing.assert_array_equal(out, np.roll(x * np.float32(2) + 1, -64) - x)
 
 
-def test_debug_build_launches_cooperatively(cpu):
+def test_debug_build_launches_cooperatively(cpu, mod):
     dmod = ql.compile(SOURCE, device=cpu, debug=True)
     out = poisoned(128, np.int32)
     dmod["validity"].configure(2, 64, cooperative=True)(out)
     assert (out == 1).all()
-    out[:] = 7
-    dmod["validity"].launch(2, 64, out, cooperative=True)
-    assert (out == 1).all()
+    # k.launch stays the plain C path: cooperative only through configure
+    with pytest.raises(TypeError):
+        dmod["validity"].launch(2, 64, out, cooperative=True)
+    with pytest.raises(TypeError):
+        mod["validity"].launch(2, 64, out, cooperative=True)
 
 
 FAULT_SOURCE = r"""

@@ -47,8 +47,8 @@ def test_cooperative_launch_calls_the_cooperative_entry(mod, ql_fake):
     assert rec["name"] == "two_phase" and rec["grid"] == (8, 1, 1)
     assert rec["block"] == (128, 1, 1) and rec["shared"] == 64 and rec["stream"] is None
     assert rec["params"][:28] == struct.pack("<QQQi", x.ptr, mid.ptr, out.ptr, n)
-    # k.launch spells it too; a plain launch still goes to cuLaunchKernel
-    mod.two_phase.launch((2, 2), (32, 2), x, mid, out, n, cooperative=True)
+    # a 2-D grid; a plain launch still goes to cuLaunchKernel
+    mod.two_phase.configure((2, 2), (32, 2), cooperative=True)(x, mid, out, n)
     assert ql_fake.fake_cuda_launch_cooperative(0) == 1
     assert last_launch(ql_fake)["grid"] == (2, 2, 1)
     mod.two_phase[8, 128](x, mid, out, n)
