@@ -416,27 +416,44 @@ static PyObject *core_subscript(PyObject *self, PyObject *key) {
 
 static PyObject *core_configure(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames) {
-    static const char *const kws[] = {"shared_mem", "stream"};
+    static const char *const kws[] = {"shared_mem", "stream", "cooperative"};
     KernelCore *k = (KernelCore *)self;
-    PyObject *opt[2] = {NULL, NULL};
+    PyObject *opt[3] = {NULL, NULL, NULL};
     Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
     if (!core_ready(k)) return NULL;
     if (nargs < 2 || nargs > 4) {
         PyErr_Format(LaunchTypeError, "kernel '%U': configure(grid, block, shared_mem=0, "
-                     "stream=None) takes 2 to 4 positional arguments", k->name);
+                     "stream=None, *, cooperative=False) takes 2 to 4 positional arguments", k->name);
         return NULL;
     }
     for (Py_ssize_t j = 2; j < nargs; ++j) opt[j - 2] = args[j];
     for (Py_ssize_t j = 0; j < nkw; ++j) {
         PyObject *kn = PyTuple_GET_ITEM(kwnames, j);
         int slot = PyUnicode_CompareWithASCIIString(kn, kws[0]) == 0   ? 0
-                   : PyUnicode_CompareWithASCIIString(kn, kws[1]) == 0 ? 1 : -1;
+                   : PyUnicode_CompareWithASCIIString(kn, kws[1]) == 0 ? 1
+                   : PyUnicode_CompareWithASCIIString(kn, kws[2]) == 0 ? 2 : -1;
         if (slot < 0 || opt[slot]) {
             PyErr_Format(LaunchTypeError, "kernel '%U': configure() got an unexpected or "
                          "repeated keyword '%U'", k->name, kn);
             return NULL;
         }
         opt[slot] = args[nargs + j];
+    }
+    if (opt[2]) {
+        /* cooperative=True: every block resident at once (rare and heavy,
+         * so Python: Kernel._configure_cooperative, quicklaunch.cooperative);
+         * a plain configure pays only the keyword compare above. */
+        const int on = PyObject_IsTrue(opt[2]);
+        if (on < 0) return NULL;
+        if (on) {
+            PyObject *zero = opt[0] ? NULL : PyLong_FromLong(0);
+            if (!opt[0] && !zero) return NULL;
+            PyObject *r = PyObject_CallMethod(self, "_configure_cooperative", "OOOO", args[0],
+                                              args[1], opt[0] ? opt[0] : zero,
+                                              opt[1] ? opt[1] : Py_None);
+            Py_XDECREF(zero);
+            return r;
+        }
     }
     return make_launcher(k, args[0], args[1], opt[0], opt[1]);
 }
@@ -567,7 +584,8 @@ static PyMethodDef core_methods[] = {
     {"_pack", (PyCFunction)(void (*)(void))core_pack, METH_FASTCALL,
      "_pack(*args) -> bytes: the parameter block for these arguments"},
     {"configure", (PyCFunction)(void (*)(void))core_configure, METH_FASTCALL | METH_KEYWORDS,
-     "configure(grid, block, shared_mem=0, stream=None) -> Launcher bound to that config"},
+     "configure(grid, block, shared_mem=0, stream=None, *, cooperative=False) -> Launcher "
+     "bound to that config (cooperative: every block resident at once, for grid.sync())"},
     {"launch", (PyCFunction)(void (*)(void))core_launch, METH_FASTCALL | METH_KEYWORDS,
      "launch(grid, block, *args, shared_mem=0, stream=None): launch once"},
     {"_layout", core_layout, METH_NOARGS,

@@ -36,11 +36,6 @@ class Param(NamedTuple):
     kind: str
 
 
-# Kernel.configure adds cooperative=; k.launch and k[grid, block] stay the
-# launcher's own C (a Python launch() would cost ~0.7 us a launch).
-_core_configure = _launch.KernelCore.configure
-
-
 class Kernel(_launch.KernelCore):
     """A compiled kernel. Launch it with ``k[grid, block](*args)``,
     ``k.configure(grid, block)(*args)`` or ``k.launch(grid, block, *args)``."""
@@ -67,17 +62,15 @@ class Kernel(_launch.KernelCore):
         self.module = module
         self.device = dev
 
-    def configure(self, grid, block, shared_mem=0, stream=None, cooperative=False):
-        """A launch function bound to this configuration. ``cooperative=True``:
-        every block resident at once, for kernels that call grid.sync()
-        (quicklaunch.cooperative); a grid that cannot be co-resident is
-        refused with a LaunchError that gives the limit. (Cooperative
-        launches are spelled only here: k.launch and k[grid, block] are the
-        C fast path.)"""
-        if cooperative:
-            from .cooperative import CooperativeLauncher
-            return CooperativeLauncher(self, grid, block, shared_mem, stream)
-        return _core_configure(self, grid, block, shared_mem, stream)
+    def _configure_cooperative(self, grid, block, shared_mem, stream):
+        """``k.configure(grid, block, shared_mem, stream, cooperative=True)``
+        (the C configure hands the keyword here): every block resident at
+        once, for kernels that call grid.sync() (quicklaunch.cooperative); a
+        grid that cannot be co-resident is refused with a LaunchError that
+        gives the limit. Spelled only on configure: k.launch and
+        k[grid, block] are the fast path and take no such switch."""
+        from .cooperative import CooperativeLauncher
+        return CooperativeLauncher(self, grid, block, shared_mem, stream)
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel '{self.name}' needs a launch configuration: call "
@@ -128,7 +121,8 @@ class DebugKernel(Kernel):
         return stub
 
     def configure(self, grid, block, shared_mem=0, stream=None, cooperative=False):
-        return self._stub(super().configure(grid, block, shared_mem, stream, cooperative))
+        return self._stub(super().configure(grid, block, shared_mem, stream,
+                                            cooperative=cooperative))
 
     def launch(self, grid, block, *args, shared_mem=0, stream=None):
         return self.configure(grid, block, shared_mem, stream)(*args)

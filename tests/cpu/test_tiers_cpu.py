@@ -77,3 +77,18 @@ def test_assert_in_a_loop_kernel_after_fibers_ran(mod):
     with pytest.raises(ql.LaunchError, match="assert"):
         mod.checked[3, 128](v, 300)
     mod.checked[3, 128](np.abs(v), 300)   # and the module still works
+
+
+def test_a_wrongly_chosen_tier_fails_the_launch_not_the_process(cpu, monkeypatch, tmp_path):
+    # Force the analysis wrong (every kernel a loop) to check the fiber
+    # functions' guard: a barrier outside a fiber is a LaunchError.
+    from quicklaunch.backends.cpu import tiers
+    monkeypatch.setattr(tiers, "kernel_tiers", lambda text, exprs: {e: 1 for e in exprs})
+    monkeypatch.setenv("QUICKLAUNCH_CACHE_DIR", str(tmp_path))   # a fresh build
+    src = SOURCE + f"// {tmp_path.name}\n"
+    mod = ql.compile(src, device=cpu)
+    x = np.ones(2 * 128, np.float32)
+    with pytest.raises(ql.LaunchError, match=r"__syncthreads reached .* wrong tier"):
+        mod.sums[2, 128](x, poisoned(2, np.float32))
+    v = np.arange(10, dtype=np.int32)
+    mod.checked[1, 32](v, 10)    # the module goes on working

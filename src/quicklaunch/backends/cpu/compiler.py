@@ -243,7 +243,8 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
     if unsupported:
         raise CompileError(
             f"the module uses {', '.join(unsupported)}, which the CPU device does not "
-            f"support (grid-wide synchronisation needs every block resident at once){origin}",
+            f"support yet (use a tiled_partition or __activemask() and the warp functions)"
+            f"{origin}",
             source=source, options=options)
     # The module has fibers when any of its code uses a tier-2 name; each
     # kernel runs as fibers only when what it reaches does (tiers.py).

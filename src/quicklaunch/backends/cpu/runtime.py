@@ -15,6 +15,9 @@ from ...errors import LaunchError
 
 _STATUS = {
     1: ("invalid value", "a grid or block dimension was zero"),
+    2: ("out of memory", "the CPU device could not allocate what the launch needs (fiber "
+                         "stacks, a stream's queue): free memory, or use smaller blocks or "
+                         "a smaller QUICKLAUNCH_CPU_STACK"),
     400: ("invalid handle", "the kernel or stream handle is not valid on the CPU device "
                             "(a closed stream, or another device's?)"),
     801: ("not supported", "the CPU runtime does not take 'extra' launch parameters"),

@@ -174,7 +174,6 @@ struct lane {
 
 struct block {
     lane *lanes;
-    uint3 *tid;         /* this worker's threadIdx, reached without a TLS lookup */
     unsigned n, cur, alive, at_barrier, at_warp;
     unsigned at_grid;   /* threads at grid.sync() (a cooperative launch) */
     unsigned at_tile;   /* threads at a multi-warp tile's sync */
@@ -193,7 +192,9 @@ static thread_local block *current __attribute__((unused));
 
 QL_FN void enter(block *b, unsigned i) {
     b->cur = i;
-    *b->tid = b->lanes[i].tid;
+    /* Stored by name: a pointer to threadIdx would let its address escape,
+     * and then no tier-1 row loop of the module vectorises (4x on saxpy). */
+    threadIdx = b->lanes[i].tid;
 }
 
 /* Leaves lane `me` (already marked blocked or exited) for the next runnable
@@ -575,7 +576,6 @@ QL_FN int run_block(void (*body)(void **), void **params, unsigned bx, unsigned 
     }
     block b;
     b.lanes = lanes;
-    b.tid = &threadIdx;
     b.n = n;
     b.alive = n;
     b.at_barrier = 0;
@@ -634,10 +634,28 @@ QL_FN void on_fault(ql_cpu_fault *f) {
         f->fiber_overflow = (f->address - base) % each < page;
 }
 
+/* A barrier or warp function reached outside a fiber: the compiler driver
+ * ran this kernel as a loop (tier 1), which its analysis (backends/cpu/
+ * tiers.py) must never do. The launch fails with the reason rather than
+ * crashing; the thread goes on as if the call had returned. */
+__attribute__((noinline, cold)) QL_FN void unscheduled(const char *what) {
+    ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
+              "%s reached in block (%u, %u, %u), thread (%u, %u, %u) of a kernel the CPU "
+              "device runs as a loop over its threads (tier 1): quicklaunch chose the wrong "
+              "tier for this kernel; please report it with the kernel's source", what,
+              blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+}
+#define QL_IN_FIBER(b, what, ...)                                                           \
+    if (__builtin_expect(!(b), 0)) {                                                       \
+        unscheduled(what);                                                                 \
+        return __VA_ARGS__;                                                                \
+    }
+
 /* Blocks the calling lane at a warp function until its group resolves. */
 QL_FN uint64_t warp_op(op o, unsigned mask, uint64_t value, int arg, int width,
                        uintptr_t site) {
     block *b = current;
+    QL_IN_FIBER(b, op_names[o], value)
     const unsigned me = b->cur;
     lane &l = b->lanes[me];
     if (o != OP_ACTIVEMASK && !(mask >> lane_id(me) & 1u)) {
@@ -678,6 +696,7 @@ QL_FN uint64_t warp_op(op o, unsigned mask, uint64_t value, int arg, int width,
 
 QL_FN int barrier(barrier_kind kind, int pred) {
     block *b = current;
+    QL_IN_FIBER(b, "__syncthreads", pred)
     const unsigned me = b->cur;
     b->lanes[me].st = AT_BARRIER;
     b->lanes[me].pred = pred;
@@ -697,6 +716,7 @@ QL_FN int barrier(barrier_kind kind, int pred) {
  * and / or of the predicates for BAR_COUNT / BAR_AND / BAR_OR. */
 QL_FN int tile_barrier(unsigned N, barrier_kind kind, int pred) {
     block *b = current;
+    QL_IN_FIBER(b, "a multi-warp tile's sync", pred)
     const unsigned me = b->cur, t0 = me & ~(N - 1);
     lane &l = b->lanes[me];
     if (t0 + N > b->n) {   /* tiled_partition refuses such blocks; a tile made otherwise */
@@ -726,6 +746,7 @@ QL_FN int tile_barrier(unsigned N, barrier_kind kind, int pred) {
  * (mod N), and the tile syncs again before the slots are reused. */
 QL_FN uint64_t tile_shfl(unsigned N, uint64_t v, unsigned src) {
     block *b = current;
+    QL_IN_FIBER(b, "a multi-warp tile's shfl", v)
     const unsigned me = b->cur, t0 = me & ~(N - 1);
     b->slots[me] = v;
     b->lanes[me].value = src;
@@ -756,6 +777,7 @@ QL_FN uint64_t tile_shfl(unsigned N, uint64_t v, unsigned src) {
 QL_FN void tile_gather(unsigned N, uint64_t v, unsigned stride, unsigned offset,
                        uint64_t *out) {
     block *b = current;
+    QL_IN_FIBER(b, "a multi-warp tile's collective")
     const unsigned me = b->cur, t0 = me & ~(N - 1);
     b->slots[me] = v;
     tile_barrier(N, BAR_PLAIN, 0);
@@ -769,6 +791,7 @@ QL_FN void tile_gather(unsigned N, uint64_t v, unsigned stride, unsigned offset,
  * is a LaunchError (on a GPU it is undefined and usually hangs). */
 QL_FN void grid_barrier(void) {
     block *b = current;
+    QL_IN_FIBER(b, "grid.sync()")
     const unsigned me = b->cur;
     if (!ql_launch_dims || !ql_launch_dims->grid_sync) {
         ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
