@@ -8,6 +8,7 @@ from .errors import (CacheError, CompileError, CompileWarning, CudaError, Device
                      LaunchError, LaunchOverflowError, LaunchTypeError, LaunchValueError,
                      QuicklaunchError)
 from .memory import Buffer, asarray, empty, zeros
+from .elements import reinterpret
 from .module import Kernel, KernelNotFoundError, Module, Param, compile
 from .debug import LaunchWarning
 from .trace import trace
@@ -33,7 +34,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "compile", "Module", "Kernel", "Launcher", "Param", "device", "default_device", "Device",
-    "Buffer", "empty", "zeros", "asarray", "QuicklaunchError", "CompileError",
+    "Buffer", "empty", "zeros", "asarray", "reinterpret", "QuicklaunchError", "CompileError",
     "CompileWarning", "LaunchError",
     "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
     "DeviceError", "CudaError", "KernelNotFoundError", "LaunchWarning", "trace",

@@ -37,6 +37,8 @@ static inline int pack_pointer(KernelCore *k, uint32_t i, PyObject *o, void **ou
             return arg_error(k, i, LaunchValueError,
                              "the array is read-only but the parameter is a non-const "
                              "pointer; pass a writable copy or declare the parameter const");
+        if ((PyObject *)PyArray_DESCR(a) != k->elem_ok[i] && check_descr(k, i, PyArray_DESCR(a)) < 0)
+            return -1;
         *out = PyArray_DATA(a);
         return 0;
     }
@@ -49,6 +51,9 @@ static inline int pack_pointer(KernelCore *k, uint32_t i, PyObject *o, void **ou
         if (b->readonly && k->codes[i] == QL_KIND_PTR)
             return arg_error(k, i, LaunchValueError,
                              "the buffer is read-only but the parameter is a non-const pointer");
+        if (b->dtype && b->dtype != k->elem_ok[i] &&
+            check_descr(k, i, (PyArray_Descr *)b->dtype) < 0)
+            return -1;
         *out = (void *)b->ptr;
         return 0;
     }
@@ -218,7 +223,9 @@ static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, v
             if (Py_TYPE(o) == array_type && host) {
                 const int need = NPY_ARRAY_C_CONTIGUOUS |
                                  (code == QL_KIND_PTR ? NPY_ARRAY_WRITEABLE : 0);
-                if ((PyArray_FLAGS((PyArrayObject *)o) & need) == need) {
+                /* the dtype this parameter accepted last: one compare */
+                if ((PyArray_FLAGS((PyArrayObject *)o) & need) == need &&
+                    (PyObject *)PyArray_DESCR((PyArrayObject *)o) == k->elem_ok[i]) {
                     *(void **)slot = PyArray_DATA((PyArrayObject *)o);
                     continue;
                 }

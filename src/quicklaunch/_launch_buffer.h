@@ -9,14 +9,20 @@
 
 static int buffer_init(PyObject *self, PyObject *args, PyObject *kw) {
     BufferBase *b = (BufferBase *)self;
-    static char *names[] = {"ptr", "nbytes", "device_id", "readonly", "owner", NULL};
+    static char *names[] = {"ptr", "nbytes", "device_id", "readonly", "owner", "dtype", NULL};
     unsigned long long ptr;
     Py_ssize_t nbytes;
     int device_id, readonly = 0;
-    PyObject *owner = Py_None;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "Kni|pO", names, &ptr, &nbytes, &device_id,
-                                     &readonly, &owner))
+    PyObject *owner = Py_None, *dtype = Py_None;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "Kni|pO$O", names, &ptr, &nbytes, &device_id,
+                                     &readonly, &owner, &dtype))
         return -1;
+    if (dtype != Py_None && !PyArray_DescrCheck(dtype)) {
+        PyErr_Format(PyExc_TypeError, "dtype must be a numpy.dtype or None, got %.100s",
+                     Py_TYPE(dtype)->tp_name);
+        return -1;
+    }
+    Py_XSETREF(b->dtype, dtype == Py_None ? NULL : Py_NewRef(dtype));
     b->ptr = (uintptr_t)ptr;
     b->nbytes = nbytes;
     b->device_id = device_id;
@@ -32,6 +38,7 @@ static int buffer_traverse(PyObject *self, visitproc visit, void *arg) {
 
 static int buffer_clear(PyObject *self) {
     Py_CLEAR(((BufferBase *)self)->owner);
+    Py_CLEAR(((BufferBase *)self)->dtype);
     return 0;
 }
 

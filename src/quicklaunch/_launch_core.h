@@ -7,6 +7,7 @@
  * The parts of the one translation unit, each using only those before it:
  *   _launch_core.h      this file
  *   _launch_buffer.h    the Buffer base type
+ *   _launch_elements.h  element types of pointer arguments
  *   _launch_interop.h   GPU kernels' pointers from other libraries' arrays;
  *                       DLPack capsules of ql buffers
  *   _launch_pointers.h  pointers from every other source (ints, ctypes, the
@@ -43,6 +44,11 @@ typedef int (*ql_launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz,
 /* Exceptions, registered from quicklaunch.errors at import. */
 static PyObject *LaunchError, *LaunchTypeError, *LaunchValueError, *LaunchOverflowError;
 
+/* A typed pointer parameter's element (quicklaunch/elements.py): NumPy's
+ * kind letter ('f', 'i', 'u', 'b') or 'B' (bfloat16), the scalar's bytes,
+ * lanes > 1 for vector types. kind 0: any element (void *, char *, ...). */
+typedef struct { char kind; uint8_t lanes; uint16_t size; } ql_elem;
+
 typedef struct {
     PyObject_HEAD
     ql_launch_fn launch;
@@ -70,6 +76,13 @@ typedef struct {
      * only when a launch passes too few arguments (fill_defaults). An
      * exception instance in it is a default that could not be evaluated. */
     PyObject *defaults;
+    /* Pointer element types (_launch_elements.h): per parameter, what it
+     * expects (NULL: any, for every parameter), the (expect text, NumPy
+     * spelling) its messages use, and the NumPy dtype it accepted last
+     * (a strong reference; the fast path's one compare). */
+    ql_elem *elems;
+    PyObject *elem_texts;
+    PyObject **elem_ok;
 } KernelCore;
 
 typedef struct {
@@ -90,6 +103,7 @@ typedef struct {
     int device_id;
     char readonly;          /* a char: exposed as T_BOOL */
     PyObject *owner;
+    PyObject *dtype;        /* a NumPy dtype, or NULL: untyped memory */
 } BufferBase;
 
 /* ---------------------------------------------------------------- errors */

@@ -16,6 +16,7 @@
 #define QL_LAUNCH_INTEROP_H
 
 #include "_launch_core.h"
+#include "_launch_elements.h"
 
 /* ---------------------------------------------------------------- DLPack */
 typedef struct { int32_t device_type, device_id; } QLDLDevice;
@@ -152,6 +153,7 @@ static int via_data_ptr(KernelCore *k, uint32_t i, PyObject *o, void **out) {
         return arg_error(k, i, LaunchValueError, "the %.100s lives on cuda:%ld, the kernel on "
                          "%U; move it to the kernel's device", Py_TYPE(o)->tp_name, ordinal,
                          k->device_name);
+    if (check_named_dtype(k, i, o) < 0) return -1;
     PyObject *p = PyObject_CallMethod(o, "data_ptr", NULL);
     if (!p) return -1;
     int rc = address_from_int(p, out);
@@ -189,6 +191,9 @@ static int via_cai(KernelCore *k, uint32_t i, PyObject *o, void **out) {
         rc = arg_error(k, i, LaunchValueError, "the %.100s is strided; pass a C-contiguous "
                        "copy", Py_TYPE(o)->tp_name);
     }
+    if (!rc)
+        rc = check_typestr(k, i, PyDict_GetItemString(iface, "typestr"),
+                           "a __cuda_array_interface__ of");
     if (!rc) {
         Py_INCREF(data);
         if (address_from_int(PyTuple_GET_ITEM(data, 0), out) < 0) {
@@ -232,6 +237,8 @@ static int via_dlpack(KernelCore *k, uint32_t i, PyObject *o, void **out) {
         else if (!compact(x->ndim, x->shape, x->strides))
             rc = arg_error(k, i, LaunchValueError, "the %.100s is strided; pass a "
                            "C-contiguous copy", Py_TYPE(o)->tp_name);
+        else if (check_dlpack(k, i, x->dtype.code, x->dtype.bits, x->dtype.lanes) < 0)
+            rc = -1;
         else
             *out = (char *)x->data + x->byte_offset;
     }

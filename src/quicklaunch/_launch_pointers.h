@@ -7,13 +7,15 @@
 #define QL_LAUNCH_POINTERS_H
 
 #include "_launch_core.h"
+#include "_launch_elements.h"
 #include "_launch_interop.h"
 
 static int pointer_from_buffer_protocol(KernelCore *k, uint32_t i, PyObject *o, void **out,
                                         pack_ctx *c) {
     int writable = k->codes[i] == QL_KIND_PTR;
     Py_buffer view;
-    if (PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) {
+    if (PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT |
+                                     (writable ? PyBUF_WRITABLE : 0)) < 0) {
         PyErr_Clear();
         if (writable && PyObject_GetBuffer(o, &view, PyBUF_C_CONTIGUOUS) == 0) {
             PyBuffer_Release(&view);
@@ -32,6 +34,10 @@ static int pointer_from_buffer_protocol(KernelCore *k, uint32_t i, PyObject *o, 
         return arg_error(k, i, LaunchValueError,
                          "the %.100s does not export a contiguous buffer for a pointer",
                          Py_TYPE(o)->tp_name);
+    }
+    if (check_format(k, i, view.format) < 0) {
+        PyBuffer_Release(&view);
+        return -1;
     }
     *out = view.buf;
     if (c->nviews < QL_MAX_VIEWS) {
@@ -54,6 +60,9 @@ static int pointer_from_array_interface(KernelCore *k, uint32_t i, PyObject *o,
     if (strides && strides != Py_None)
         return arg_error(k, i, LaunchValueError,
                          "the %.100s is strided; pass a C-contiguous copy", Py_TYPE(o)->tp_name);
+    if (check_typestr(k, i, PyDict_GetItemString(iface, "typestr"), "an __array_interface__ "
+                      "of") < 0)
+        return -1;
     /* Own the tuple: PyObject_IsTrue below may run code that drops it. */
     Py_INCREF(data);
     int rc = 0;

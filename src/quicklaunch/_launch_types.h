@@ -208,13 +208,74 @@ static int read_u32_triple(PyObject *o, uint32_t out[3], const char *what) {
     return 0;
 }
 
+/* elems: per parameter None (any element) or (kind, size, lanes, expect
+ * text, NumPy spelling), from quicklaunch/elements.py. */
+static void free_elems(KernelCore *k);
+
+static int init_elems(KernelCore *k, PyObject *name, Py_ssize_t n, PyObject *elems) {
+    free_elems(k); /* a failed __init__ may be retried */
+    k->elem_ok = n ? PyMem_Calloc((size_t)n, sizeof(PyObject *)) : NULL;
+    if (n && !k->elem_ok) { PyErr_NoMemory(); return -1; }
+    if (!elems || elems == Py_None) return 0;
+    PyObject *seq = PySequence_Fast(elems, "elems must be a sequence");
+    if (!seq) return -1;
+    int rc = -1;
+    if (PySequence_Fast_GET_SIZE(seq) != n) {
+        PyErr_Format(PyExc_ValueError, "kernel '%U': %zd elems for %zd parameters", name,
+                     PySequence_Fast_GET_SIZE(seq), n);
+        goto out;
+    }
+    k->elems = PyMem_Calloc((size_t)n, sizeof(ql_elem));
+    k->elem_texts = PyTuple_New(n);
+    if (!k->elems || !k->elem_texts) { PyErr_NoMemory(); goto out; }
+    for (Py_ssize_t i = 0; i < n; ++i) {
+        PyObject *e = PySequence_Fast_GET_ITEM(seq, i);
+        if (e == Py_None) {
+            PyTuple_SET_ITEM(k->elem_texts, i, Py_NewRef(Py_None));
+            continue;
+        }
+        const char *kind;
+        int size, lanes;
+        PyObject *expect, *npname;
+        if (!PyArg_ParseTuple(e, "siiUU", &kind, &size, &lanes, &expect, &npname)) goto out;
+        if (!strchr("fiubB", kind[0]) || !kind[0] || kind[1] || size < 1 || size > 16 ||
+            lanes < 1 || lanes > 16 || (k->codes[i] != QL_KIND_PTR &&
+                                        k->codes[i] != QL_KIND_PTR_CONST)) {
+            PyErr_Format(PyExc_ValueError, "kernel '%U', parameter %zd: bad element %R", name,
+                         i + 1, e);
+            goto out;
+        }
+        k->elems[i].kind = kind[0];
+        k->elems[i].size = (uint16_t)size;
+        k->elems[i].lanes = (uint8_t)lanes;
+        PyTuple_SET_ITEM(k->elem_texts, i, Py_BuildValue("(OO)", expect, npname));
+        if (!PyTuple_GET_ITEM(k->elem_texts, i)) goto out;
+    }
+    rc = 0;
+out:
+    Py_DECREF(seq);
+    return rc;
+}
+
+static void free_elems(KernelCore *k) {
+    if (k->elem_ok)
+        for (uint32_t i = 0; i < k->nparams; ++i) Py_CLEAR(k->elem_ok[i]);
+    PyMem_Free(k->elem_ok);
+    PyMem_Free(k->elems);
+    k->elem_ok = NULL;
+    k->elems = NULL;
+    Py_CLEAR(k->elem_texts);
+}
+
 static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
     KernelCore *k = (KernelCore *)self;
     static char *names[] = {"name", "param_names", "codes", "sizes", "aligns", "launch",
                             "func", "device_id", "device_name", "host_memory",
                             "inline_threads", "max_block", "max_grid", "max_threads",
-                            "max_shared", "error_hook", "dlpack_device", "defaults", NULL};
+                            "max_shared", "error_hook", "dlpack_device", "defaults",
+                            "elems", NULL};
     PyObject *name, *pnames, *sizes, *aligns, *dname, *mb, *mg, *hook, *defaults = NULL;
+    PyObject *elems = NULL;
     Py_buffer codes;
     unsigned long long launch, func, inline_threads;
     int device_id, host_memory, dlpack_type = 1, dlpack_ordinal = 0; /* kDLCPU, 0 */
@@ -223,12 +284,12 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
         PyErr_SetString(PyExc_RuntimeError, "KernelCore is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!y*OOKKiUpKOOIIO|$(ii)O!", names, &name,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!y*OOKKiUpKOOIIO|$(ii)O!O", names, &name,
                                      &PyTuple_Type, &pnames, &codes, &sizes, &aligns,
                                      &launch, &func, &device_id, &dname, &host_memory,
                                      &inline_threads, &mb, &mg, &max_threads, &max_shared,
                                      &hook, &dlpack_type, &dlpack_ordinal, &PyTuple_Type,
-                                     &defaults))
+                                     &defaults, &elems))
         return -1;
     Py_ssize_t n = codes.len;
     int rc = -1;
@@ -305,6 +366,7 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
             goto done;
         }
     }
+    if (init_elems(k, name, n, elems) < 0) goto done;
     if (read_u32_triple(mb, k->max_block, "max_block") < 0 ||
         read_u32_triple(mg, k->max_grid, "max_grid") < 0)
         goto done;
@@ -555,6 +617,7 @@ static void core_dealloc(PyObject *self) {
     Py_CLEAR(k->name);
     Py_CLEAR(k->param_names);
     Py_CLEAR(k->device_name);
+    free_elems(k);
     Py_TYPE(self)->tp_free(self); /* a subclass' dealloc releases its heap type */
 }
 

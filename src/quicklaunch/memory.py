@@ -25,7 +25,7 @@ class Buffer(_launch.Buffer):
     def __init__(self, ptr: int, shape: tuple[int, ...], dtype: np.dtype, device: Device,
                  owner=None, readonly: bool = False):
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        super().__init__(ptr, nbytes, device.id, readonly, owner)
+        super().__init__(ptr, nbytes, device.id, readonly, owner, dtype=dtype)
         self.shape = shape
         self.dtype = dtype
         self.device = device

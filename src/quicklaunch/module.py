@@ -11,8 +11,9 @@ from typing import NamedTuple
 
 from . import _launch, kinds
 from .devices import Device, device as get_device
+from .elements import elements
 from .errors import CompileError, LaunchError, QuicklaunchError
-from .signature import normalize_name
+from .signature import SignatureError, declared_only, normalize_name, parse_kernels
 
 __all__ = ["compile", "Module", "Kernel", "Param", "KernelNotFoundError"]
 
@@ -53,7 +54,8 @@ class Kernel(_launch.KernelCore):
             max_block=lim.max_block_dims, max_grid=lim.max_grid_dims,
             max_threads=lim.max_threads_per_block, max_shared=lim.max_shared_per_block,
             error_hook=error_hook, dlpack_device=dev.backend.dlpack_device,
-            defaults=(defaults := _defaults(module, name, params)))
+            defaults=(defaults := _defaults(module, name, params)),
+            elems=elements(params))   # pointers' element types (quicklaunch.elements)
         self.defaults = defaults   # the trailing parameters' defaults (see quicklaunch.defaults)
         self.name = name
         self.lowered_name = lowered_name
@@ -128,6 +130,16 @@ class DebugKernel(Kernel):
         return self.configure(grid, block, shared_mem, stream)(*args)
 
 
+def _declared_only(source) -> dict[str, int]:
+    """Kernels `source` only declares (normalized name -> line); {} when it
+    cannot be read. For the not-found message: a cold path."""
+    try:
+        return {normalize_name(n): line
+                for n, line in declared_only(parse_kernels(source)).items()}
+    except (SignatureError, TypeError):
+        return {}
+
+
 class Module:
     """Kernels compiled together from one source, for one device."""
 
@@ -166,6 +178,12 @@ class Module:
                         f"the template arguments you need) to ql.compile and get it by that "
                         f"expression")
             raise KernelNotFoundError(f"kernel {hint}; available: {self.kernels}")
+        declared = _declared_only(self.source).get(key)
+        if declared is not None:
+            raise KernelNotFoundError(
+                f"kernel '{name}' is declared (line {declared}) but not defined in this "
+                f"source: a kernel defined in another file is compiled with that file (pass "
+                f"its source, or #include it); available: {self.kernels}")
         raise KernelNotFoundError(f"no kernel '{name}' in this module; available: "
                                   f"{self.kernels or 'none (the source has no __global__ function)'}")
 
