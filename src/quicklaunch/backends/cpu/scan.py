@@ -9,6 +9,7 @@ cache miss.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import tempfile
 from pathlib import Path
@@ -18,6 +19,50 @@ from ...signature import KernelDecl, SignatureError, parse_kernels, tier2_featur
 from . import toolchain
 
 _MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d)*)\s*$')
+# g++ -E writes a non-ASCII letter of an identifier as a UCN (\U0000044f).
+_UCN = re.compile(r"(?<!\\)\\(?:U([0-9a-fA-F]{8})|u([0-9a-fA-F]{4}))")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_PLACEHOLDER = re.compile(r"__qlU([0-9a-f]{8})__")
+
+
+def decode_ucns(text: str) -> str:
+    """The preprocessed text with g++'s UCNs turned back into the letters
+    the user wrote (clang++ writes them as they are)."""
+    def letter(m: re.Match) -> str:
+        code = int(m.group(1) or m.group(2), 16)
+        return chr(code) if code <= 0x10FFFF and not 0xD800 <= code <= 0xDFFF else m.group(0)
+    return _UCN.sub(letter, text)
+
+
+def _parse(text: str) -> list[KernelDecl]:
+    """parse_kernels, for identifiers with non-ASCII letters too: each such
+    letter is an ASCII placeholder while parsing, the letter again in the
+    names and types found."""
+    if not _NON_ASCII.search(text):
+        return parse_kernels(text)
+    decls = parse_kernels(_NON_ASCII.sub(lambda m: f"__qlU{ord(m.group(0)):08x}__", text))
+
+    def back(s: str) -> str:
+        return _PLACEHOLDER.sub(lambda m: chr(int(m.group(1), 16)), s)
+    return [dataclasses.replace(d, name=back(d.name), params=tuple(
+                dataclasses.replace(p, name=back(p.name), ctype=back(p.ctype))
+                for p in d.params),
+            template=None if d.template is None else back(d.template)) for d in decls]
+
+
+def check_encodable(source: str, origin: str = "", options=()) -> None:
+    """A CompileError saying where a source holds a character UTF-8 cannot
+    write (a lone surrogate, from a str built of bad parts)."""
+    try:
+        source.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        before = source[:exc.start]
+        line = before.count("\n") + 1
+        column = exc.start - (before.rfind("\n") + 1) + 1
+        raise CompileError(
+            f"the source holds {source[exc.start]!r} at line {line}, column {column}, a "
+            f"character UTF-8 cannot encode (a lone surrogate); the compiler reads UTF-8"
+            f"{origin}", source=source, options=tuple(options)) from None
 
 
 def user_text(preprocessed: str, filename: str) -> str:
@@ -61,6 +106,7 @@ def scan(source: str, options: tuple[str, ...], filename: str, origin: str,
     """(kernels, tier-2 features used, preprocessed user text) of a source.
     `shown`: the options errors name (the user's), when not `options`."""
     shown = options if shown is None else shown
+    check_encodable(source, origin, shown)
     compiler = toolchain.find_compiler()
     with tempfile.TemporaryDirectory(prefix="quicklaunch-scan-") as tmp:
         src = Path(tmp, "scan.cpp")
@@ -71,9 +117,13 @@ def scan(source: str, options: tuple[str, ...], filename: str, origin: str,
         raise toolchain.compile_error("kernel source failed to preprocess for the CPU "
                                       "device", log, source, shown, command, origin,
                                       filename)
-    text = user_text(out, filename)
+    if not out:   # an option unchecked (QUICKLAUNCH_UNCHECKED_OPTIONS) sent it elsewhere
+        raise CompileError(f"the preprocessor wrote nothing (an option such as -o sent its "
+                           f"output elsewhere?){origin}", source=source, options=shown,
+                           command=tuple(command))
+    text = decode_ucns(user_text(out, filename))
     try:
-        decls = parse_kernels(text)
+        decls = _parse(text)
     except SignatureError as exc:
         raise CompileError(f"could not read the kernels' signatures: {exc}{origin}",
                            source=source, options=shown) from None

@@ -13,12 +13,14 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import CompileError
 from ...kinds import HEADER as KINDS_HEADER
+from ...options import check_cpu
 
 INCLUDE_DIR = Path(__file__).with_name("include")
 # What kernel modules include: the shim directory, and the kind table
@@ -90,11 +92,19 @@ def headers_digest_material() -> bytes:
     return b"\0\0".join(parts)
 
 
+def host_options(options: tuple[str, ...]) -> tuple[str, ...]:
+    """The options as the host compiler is given them: checked against the
+    CPU device's allow-list (quicklaunch/options.py; a refused one is a
+    CompileError naming it, before anything runs or is looked up in the
+    cache), NVRTC spellings it maps translated (--use_fast_math)."""
+    return check_cpu(options)
+
+
 def build_command(compiler: Compiler, source: Path, output: Path, options: tuple[str, ...],
                   debug: bool) -> list[str]:
     flags = DEBUG_FLAGS if debug else RELEASE_FLAGS
     return [compiler.path, *compiler.argv[1:], *COMMON_FLAGS, *flags, "-isystem", str(INCLUDE_DIR),
-            *options, "-o", str(output), str(source)]
+            *host_options(options), "-o", str(output), str(source)]
 
 
 def scan_command(compiler: Compiler, source: Path, options: tuple[str, ...]) -> list[str]:
@@ -103,28 +113,71 @@ def scan_command(compiler: Compiler, source: Path, options: tuple[str, ...]) -> 
     wrapped in line markers, splitting the line (scan.py drops the shim's
     own lines by their path instead)."""
     return [compiler.path, *compiler.argv[1:], "-std=c++17", "-E", "-DQL_SCAN_KERNELS=1",
-            f"-I{INCLUDE_DIR}", *options, str(source)]
+            f"-I{INCLUDE_DIR}", *host_options(options), str(source)]
+
+
+TIMEOUT_ENV = "QUICKLAUNCH_COMPILE_TIMEOUT"
+DEFAULT_TIMEOUT = 600.0
+
+
+def compile_timeout() -> float:
+    """Seconds one compiler or preprocessor run may take:
+    $QUICKLAUNCH_COMPILE_TIMEOUT, else 600."""
+    value = os.environ.get(TIMEOUT_ENV, "")
+    try:
+        seconds = float(value) if value else DEFAULT_TIMEOUT
+    except ValueError:
+        raise CompileError(f"{TIMEOUT_ENV}={value!r}: expected a number of seconds") from None
+    if not seconds > 0:
+        raise CompileError(f"{TIMEOUT_ENV}={value!r}: expected a positive number of seconds")
+    return seconds
+
+
+def _end_group(proc: subprocess.Popen) -> None:
+    """Kill the run's whole process group (the driver and what it started:
+    cc1plus, as, ld) and reap the driver."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.communicate(timeout=10)
+    except BaseException:
+        pass
+
+
+def _run(command: list[str], cwd: Path, what: str) -> tuple[int, str, str]:
+    """(status, stdout, stderr) of one compiler run in a process group of its
+    own (start_new_session): whatever ends the run (success, a timeout,
+    Ctrl-C, any exception) leaves none of its processes behind."""
+    timeout = compile_timeout()
+    try:
+        proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                errors="surrogateescape", start_new_session=True)
+    except OSError as exc:
+        return 1, "", f"the {what} could not be started: {exc}"
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _end_group(proc)
+        return 1, "", (f"the {what} ran for more than {timeout:g} s and was stopped "
+                       f"(${TIMEOUT_ENV} sets the limit)")
+    except BaseException:
+        _end_group(proc)
+        raise
+    return proc.returncode, out, err
 
 
 def run_preprocessor(command: list[str], cwd: Path) -> tuple[int, str, str]:
     """(status, preprocessed text, diagnostics)."""
-    try:
-        out = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
-        return 1, "", "the preprocessor ran for more than 600 s and was stopped"
-    except OSError as exc:
-        return 1, "", f"the preprocessor could not be started: {exc}"
-    return out.returncode, out.stdout, out.stderr.strip()
+    status, out, err = _run(command, cwd, "preprocessor")
+    return status, out, err.strip()
 
 
 def run_compiler(command: list[str], cwd: Path) -> tuple[int, str]:
-    try:
-        out = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=600)
-    except subprocess.TimeoutExpired:
-        return 1, "the compiler ran for more than 600 s and was stopped"
-    except OSError as exc:
-        return 1, f"the compiler could not be started: {exc}"
-    return out.returncode, (out.stderr + out.stdout).strip()
+    status, out, err = _run(command, cwd, "compiler")
+    return status, (err + out).strip()
 
 
 _MAX_LOG = 8000

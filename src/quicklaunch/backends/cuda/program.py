@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 
 from ... import cache as cache_mod
+from ...options import check_nvrtc
 from ...host_code import device_part
 from ...signature import strip_comments
 from ..gpu import compile_cache, expressions, kernel_table, reflect
@@ -97,6 +98,7 @@ def compile(source: str, arch: str = "sm_90", options=(), name_expressions=()) -
     ``.kernels``; template kernels only through ``name_expressions``."""
     options, name_expressions = check_compile_args(
         source, options, name_expressions, "CUDA C++", r"-(-gpu-architecture|arch)\b")
+    check_nvrtc(options, source)   # the allow-list (quicklaunch/options.py)
     source = device_part(source)
     lib = nvrtc.load()
     check_arch(lib, arch, source, options)

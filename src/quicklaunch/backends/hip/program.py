@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from ... import cache as cache_mod
+from ...options import check_hiprtc
 from ...host_code import device_part
 from ...errors import CompileError
 from ..gpu import compile_cache, expressions, kernel_table, reflect
@@ -132,6 +133,7 @@ def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) 
     options, name_expressions = check_compile_args(
         source, options, name_expressions, "CUDA/HIP C++",
         r"--?(offload-arch|amdgpu-target|mcpu|march)\b")
+    check_hiprtc(options, source)   # the allow-list (quicklaunch/options.py)
     source = device_part(source)
     lib = hiprtc.load()
     check_arch(lib, arch, source, options)
