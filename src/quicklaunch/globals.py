@@ -79,9 +79,9 @@ def global_buffer(module, name: str, dtype=None, shape=None) -> Buffer:
                          f"is {int(np.prod(shape)) * dtype.itemsize}")
     if not module.device.host_memory:  # device memory: the module owns it
         return Buffer(address, shape, dtype, module.device, owner=module)
-    raw = (np.ctypeslib.as_array((np.ctypeslib.ctypes.c_ubyte * nbytes).from_address(address))
-           if nbytes else np.empty(0, np.uint8))
+    memory = (np.ctypeslib.ctypes.c_ubyte * nbytes).from_address(address) if nbytes else None
+    if memory is not None:
+        memory._ql_module = module   # the view keeps the module (its memory) loaded
+    raw = np.ctypeslib.as_array(memory) if nbytes else np.empty(0, np.uint8)
     view = raw.view(dtype).reshape(shape)
-    # Compiled modules stay loaded for the life of the process (the compile
-    # cache's loaded set holds them), so the view never outlives its memory.
     return Buffer(address, shape, dtype, module.device, owner=view)

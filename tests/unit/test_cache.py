@@ -332,17 +332,17 @@ def test_kind_symlink_to_foreign_dir_refused(tmp_path, cache):
         cache.get("cuda", KEY, ".so")
 
 
-def test_validation_is_memoized(cache, monkeypatch):
+def test_checked_on_every_read(cache):
+    """Nothing is memoized: a directory made writable after the first use is
+    refused at the next read (issue 14, item 4)."""
     cache.put("cpu", KEY, ".so", b"x")
-    calls = []
-    orig = cache_mod._check_dir
-    monkeypatch.setattr(cache_mod, "_check_dir", lambda p: (calls.append(p), orig(p)))
-    for _ in range(10):
-        assert cache.get("cpu", KEY, ".so") is not None
-        cache.put("cpu", KEY, ".so", b"x")
-    assert calls == []
-    assert CompileCache(cache.root).get("cpu", KEY, ".so") is not None
-    assert calls == []               # memo is per directory, shared by instances
+    assert cache.read("cpu", KEY, ".so") == b"x"
+    for d in (cache.path("cpu", KEY, ".so").parent, cache.root / "cpu", cache.root):
+        d.chmod(0o777)
+        with pytest.raises(CacheError, match="writable by group or others"):
+            cache.read("cpu", KEY, ".so")
+        d.chmod(0o700)
+        assert cache.read("cpu", KEY, ".so") == b"x"
 
 
 # ---- concurrency --------------------------------------------------------------

@@ -9,15 +9,18 @@ parses.
 from __future__ import annotations
 
 import json
+import os
 import re
 import tempfile
 import threading
+import warnings
+import weakref
 from pathlib import Path
 
 from ... import cache as cache_mod
-from ...errors import CompileError
+from ...errors import CacheError, CompileError, CompileWarning
 from ...host_code import device_part
-from ...signature import (KernelDecl, SignatureError, normalize_name, parse_kernels,
+from ...signature import (KernelDecl, SignatureError, kernel_expressions, parse_kernels,
                           strip_comments)
 from . import loader, scan, tiers, toolchain
 
@@ -61,7 +64,9 @@ def split_arch(options: tuple[str, ...], source: str = "") -> tuple[int, tuple[s
 # Names the scan can find that the CPU device refuses, with a CompileError.
 UNSUPPORTED = frozenset({"coalesced_threads"})
 _lock = threading.Lock()
-_loaded: dict[str, "Built"] = {}   # cache key -> module: one dlopen per process
+# cache key -> loaded library, while anything uses it: one dlopen per module
+# at a time, and a module nothing references any more is unloaded.
+_loaded: "weakref.WeakValueDictionary[str, loader.Library]" = weakref.WeakValueDictionary()
 _cache = cache_mod.CompileCache()
 
 
@@ -69,12 +74,17 @@ class Built:
     """A loaded module: its library, kernel table rows and metadata."""
 
     def __init__(self, library, kernels: list, meta: dict, path: str):
-        self.library = library
+        self.library = library       # loader.Library: what keeps the code loaded
         self.path = path
         self.kernels = kernels       # [loader.LoadedKernel]
         self.meta = meta             # {"params": {expr: [[name, ctype], ...]},
         #                               "lines": {expr: line}, "templates": [...],
         #                               "tiers": {expr: 1 or 2}}
+        library.kernels, library.meta, library.path = kernels, meta, path
+
+    @classmethod
+    def of(cls, library) -> "Built":
+        return cls(library, library.kernels, library.meta, library.path)
 
 
 _EXTERN_SHARED = re.compile(
@@ -157,18 +167,6 @@ def translation_unit(source: str, exprs: list[str], filename: str, first_line: i
             f"QL_MODULE_BEGIN\n{rows}QL_MODULE_END({len(exprs)})\n")
 
 
-def kernel_expressions(decls: list[KernelDecl], name_expressions: tuple[str, ...]) -> list[str]:
-    """Non-template kernels by qualified name (once each), then the requested
-    name expressions (template instantiations) not already present."""
-    exprs: list[str] = []
-    seen: set[str] = set()
-    for e in [d.name for d in decls if d.template is None] + list(name_expressions):
-        if normalize_name(e) not in seen:
-            seen.add(normalize_name(e))
-            exprs.append(e)
-    return exprs
-
-
 def _params_of(decls: list[KernelDecl], spelled: dict[str, KernelDecl],
                expr: str) -> list[list[str]] | None:
     """[name, C type] per parameter: as spelled in the source when the raw
@@ -215,24 +213,77 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
                               "\0".join(command), compiler.identity,
                               toolchain.headers_digest_material())
     with _lock:
-        built = _loaded.get(key) or _load_cached(key)
+        library = _loaded.get(key)
+        built = Built.of(library) if library is not None else _load_cached(key)
         if built is None:
             built = _build(key, source, options, name_expressions, debug, origin, filename,
                            first_line, cc)
-        _loaded[key] = built
+        _loaded[key] = built.library
         return built
 
 
+def _meta_matches(meta, kernels) -> bool:
+    """Whether an entry's .json describes the .so loaded with it: the same
+    kernels, each with as many parameters as the table has."""
+    if not isinstance(meta, dict):
+        return False
+    params, lines, tiers_, templates = (meta.get(k) for k in
+                                        ("params", "lines", "tiers", "templates"))
+    if not (isinstance(params, dict) and isinstance(lines, dict) and isinstance(tiers_, dict)
+            and isinstance(templates, list)):
+        return False
+    if set(params) != {lk.expr for lk in kernels} or len(params) != len(kernels):
+        return False
+    return all(isinstance(params[lk.expr], list) and len(params[lk.expr]) == len(lk.params)
+               and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                       for p in params[lk.expr])
+               for lk in kernels)
+
+
 def _load_cached(key: str) -> Built | None:
-    path = _cache.get("cpu", key, ".so")
-    meta = _cache.read("cpu", key, ".json")
-    if path is None or meta is None:
+    """The cached module, loaded through the descriptor the cache checked;
+    None (a miss, rebuilt and rewritten by the caller) when it is absent,
+    cannot be loaded, or its .json does not describe its .so."""
+    raw = _cache.read("cpu", key, ".json")
+    if raw is None:
         return None
+    got = _cache.open_entry("cpu", key, ".so")
+    if got is None:
+        return None
+    fd, data = got
+    shown = str(_cache.path("cpu", key, ".so"))
     try:
-        library, kernels = loader.load(str(path))
-        return Built(library, kernels, json.loads(meta), str(path))
+        meta = json.loads(raw)
+        library, kernels = loader.load_fd(fd, shown, data)
     except (OSError, ValueError):
         return None   # unloadable entry: a miss, rebuilt by the caller
+    if not _meta_matches(meta, kernels):
+        return None   # the library is unloaded when `library` goes
+    return Built(library, kernels, meta, shown)
+
+
+def _store(key: str, data: bytes, meta: dict):
+    """Writes the entry; (fd, shown) of the stored .so to load, or None
+    when the cache cannot be written (then a warning says what to fix)."""
+    try:
+        _cache.put("cpu", key, ".so", data)
+        _cache.put("cpu", key, ".json", json.dumps(meta).encode())
+        got = _cache.open_entry("cpu", key, ".so")
+        if got is not None and got[1] == data:
+            return got[0], str(_cache.path("cpu", key, ".so"))
+        if got is not None:
+            os.close(got[0])   # rewritten meanwhile by another process: load ours
+        return None
+    except CacheError:
+        raise
+    except OSError as exc:
+        where = getattr(exc, "filename", None) or _cache.root
+        warnings.warn(f"the quicklaunch compile cache cannot be written ({exc.strerror or exc}: "
+                      f"{where}); this module was compiled without caching and will be "
+                      f"compiled again by the next process. Fix: chmod u+w the directory, "
+                      f"or set QUICKLAUNCH_CACHE_DIR to a writable private directory",
+                      CompileWarning, stacklevel=STACKLEVEL + 1)
+        return None
 
 
 def _build(key, source, options, name_expressions, debug, origin, filename,
@@ -270,14 +321,16 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
         defines += ("-DQL_ABORTS=1",)  # tier 1 then sets up a way to stop a thread
     data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
                     shown=options)
-    path = _cache.put("cpu", key, ".so", data)
-    _cache.put("cpu", key, ".json", json.dumps(meta).encode())
+    stored = _store(key, data, meta)
+    if stored is None:   # uncached: load the bytes from memory
+        stored = loader.memfd_of(data, f"quicklaunch-{key[:16]}.so"), f"<memfd {key[:16]}.so>"
+    fd, shown = stored
     try:
-        library, kernels = loader.load(str(path))
+        library, kernels = loader.load_fd(fd, shown, data)
     except (OSError, ValueError) as exc:
         raise CompileError(f"the compiled module could not be loaded: {exc}",
                            source=source, options=options) from None
-    return Built(library, kernels, meta, str(path))
+    return Built(library, kernels, meta, shown)
 
 
 def _compile(tu: str, options, debug, source, origin, filename, key, defines=(),
