@@ -133,15 +133,56 @@ def compile_timeout() -> float:
     return seconds
 
 
+def _group_members(pgid: int) -> list[int]:
+    """The pids of the processes in group pgid ([] where /proc cannot say)."""
+    out = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    stat = f.read()
+                if int(stat[stat.rindex(b")") + 2:].split()[2]) == pgid:
+                    out.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
 def _end_group(proc: subprocess.Popen) -> None:
     """Kill the run's whole process group (the driver and what it started:
-    cc1plus, as, ld) and reap the driver."""
+    cc1plus, as, ld) and reap the driver. The driver's children go first, so
+    that the driver reaps them (killed with it, they would be orphans, left
+    as zombies where init does not reap); then the group, whatever is left."""
+    for pid in _group_members(proc.pid):
+        if pid != proc.pid:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
+        proc.wait(timeout=1)
+    except BaseException:
         pass
+    # While the driver is unreaped, or a member lives, the group id is ours.
+    if proc.poll() is None or _group_members(proc.pid):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    for _ in range(2):
+        try:
+            proc.communicate(timeout=10)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+        except BaseException:
+            break
     try:
-        proc.communicate(timeout=10)
+        proc.wait(timeout=10)
     except BaseException:
         pass
 
