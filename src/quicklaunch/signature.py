@@ -38,7 +38,8 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 __all__ = ["Param", "KernelDecl", "SignatureError", "TIER2_NAMES", "normalize_name",
-           "strip_comments", "parse_kernels", "tier2_features"]
+           "strip_comments", "parse_kernels", "tier2_features", "kernel_expressions",
+           "declared_only"]
 
 
 class SignatureError(ValueError):
@@ -444,6 +445,31 @@ def _merge(found: list) -> list[KernelDecl]:
                               decl.line, decl.is_definition)
         entry[1] = [a or b for a, b in zip(named, old_named)]
     return [entry[0] for entry in out]
+
+
+def _launchable(d: KernelDecl) -> bool:
+    """A kernel this source defines, or an explicit instantiation
+    (`template __global__ void k<128>(...);`): not a bare prototype of a
+    kernel defined in another file."""
+    return d.template is None and (d.is_definition or "<" in d.name)
+
+
+def kernel_expressions(decls: list[KernelDecl], name_expressions) -> list[str]:
+    """What a module's kernels are, on every device: the non-template
+    kernels the source defines (by qualified name, once each), then the name
+    expressions not already there."""
+    exprs: list[str] = []
+    seen: set[str] = set()
+    for e in [d.name for d in decls if _launchable(d)] + list(name_expressions):
+        if normalize_name(e) not in seen:
+            seen.add(normalize_name(e))
+            exprs.append(e)
+    return exprs
+
+
+def declared_only(decls: list[KernelDecl]) -> dict[str, int]:
+    """Kernels the source declares but defines nowhere: name -> line."""
+    return {d.name: d.line for d in decls if d.template is None and not _launchable(d)}
 
 
 _NAME_SPACE = re.compile(r"(?<=\W)\s+|\s+(?=\W)")

@@ -15,7 +15,7 @@ import re
 import pytest
 
 import quicklaunch as ql
-from quicklaunch.signature import parse_kernels
+from quicklaunch.signature import kernel_expressions, parse_kernels
 
 ARCHS = ("sm_80", "sm_90")
 HERE = os.path.dirname(__file__)
@@ -142,7 +142,7 @@ def test_corpus_source_compiles(case, arch):
     prog = ql.cuda.compile(source, arch=arch, options=options, name_expressions=exprs)
     assert prog.cubin[:4] == b"\x7fELF" and f".target {arch}" in prog.ptx
     decls = parse_kernels(source)
-    expected = [d.name for d in decls if d.template is None] + exprs
+    expected = kernel_expressions(decls, exprs)   # defined kernels, then the expressions
     assert list(prog.kernels) == expected
     declared = {d.name: d for d in decls}
     for name, k in prog.kernels.items():

@@ -11,7 +11,8 @@ reflection row; it is left out and the source compiled once more.
 from __future__ import annotations
 
 from ...errors import CompileError
-from ...signature import KernelDecl, SignatureError, normalize_name, parse_kernels
+from ...signature import (KernelDecl, SignatureError, kernel_expressions, normalize_name,
+                          parse_kernels)
 
 __all__ = ["to_reflect", "expressions", "base", "compile_dropping_removed"]
 
@@ -30,14 +31,9 @@ def to_reflect(source: str, options, name_expressions):
 
 
 def expressions(decls: list[KernelDecl], name_expressions) -> list[str]:
-    """Non-template kernels by qualified name, then the name expressions not
-    already there."""
-    exprs, seen = [], set()
-    for e in [d.name for d in decls if d.template is None] + list(name_expressions):
-        if normalize_name(e) not in seen:
-            seen.add(normalize_name(e))
-            exprs.append(e)
-    return exprs
+    """The kernels the source defines, then the name expressions not
+    already there (signature.kernel_expressions: one rule for every device)."""
+    return kernel_expressions(decls, name_expressions)
 
 
 def base(expr: str) -> str:
