@@ -30,13 +30,16 @@ class KernelCore:
         error_hook: Callable[[Any, int], BaseException | None],
         dlpack_device: tuple[int, int] = (1, 0),
         defaults: tuple[Any, ...] = (),
+        elems: Any = None,
     ) -> None:
         """``device_id`` is the opaque tag ql buffers of the device carry;
         ``dlpack_device`` is the device as DLPack names it (type, ordinal:
         kDLCPU 1, kDLCUDA 2, kDLROCM 10), which other libraries' arrays are
         checked against. ``defaults`` are the values of the last
         ``len(defaults)`` parameters for launches that leave them out (an
-        exception instance among them is raised, as its type, instead)."""
+        exception instance among them is raised, as its type, instead).
+        ``elems``: per parameter None (any element) or (kind, size, lanes,
+        expect text, NumPy spelling), from ``quicklaunch.elements``."""
     def __getitem__(self, config: tuple[Any, ...]) -> LaunchFunction: ...
     def configure(self, grid: Dims, block: Dims, shared_mem: int = 0,
                   stream: Any = None, *, cooperative: bool = False) -> LaunchFunction: ...
@@ -60,7 +63,7 @@ class Launcher:
 
 class Buffer:
     def __init__(self, ptr: int, nbytes: int, device_id: int, readonly: bool = False,
-                 owner: Any = None) -> None: ...
+                 owner: Any = None, *, dtype: Any = None) -> None: ...
     @property
     def ptr(self) -> int: ...
     @property

@@ -55,9 +55,13 @@ def make_validator(kernel, launcher):
     number of launched threads when no argument could bound the index.
     Everything that depends only on the kernel or the configuration is
     computed here, once per stub."""
-    aligns = [(i, p.name, pointee_alignment(p.ctype)) for i, p in enumerate(kernel.params)
-              if p.kind.endswith("pointer")]
+    from .elements import element
+    aligns = [(i, p.name, pointee_alignment(p.ctype), element(p.ctype))
+              for i, p in enumerate(kernel.params) if p.kind.endswith("pointer")]
     ints = [i for i, p in enumerate(kernel.params) if p.kind.startswith(("int", "uint"))]
+    # Where some integer parameters are named as lengths (n, size, count,
+    # n_rows, ...), those are the bounds a guard compares with; else any.
+    ints = [i for i in ints if _LENGTH.match(kernel.params[i].name)] or ints
     gpu = None if kernel.device.host_memory else kernel.device.backend
     grid = launcher.grid if launcher is not None else (1, 1, 1)
     block = launcher.block if launcher is not None else (1, 1, 1)
@@ -68,18 +72,30 @@ def make_validator(kernel, launcher):
     def validate(args):
         _check_capture(kernel, stream_handle)
         bounds = [args[i] for i in ints if i < len(args)]
-        for i, name, align in aligns:
+        for i, name, align, elem in aligns:
             if i >= len(args):
                 continue
             a = args[i]
             if isinstance(a, np.ndarray):
-                address, size = _array_address(a), a.size
+                address, size, nbytes = _array_address(a), a.size, a.nbytes
             else:
                 address, size = getattr(a, "ptr", None), getattr(a, "size", None)
+                nbytes = getattr(a, "nbytes", None)
                 if gpu is not None:
                     address = _check_device_pointer(kernel, i, name, a, gpu)
             if not isinstance(size, (int, np.integer)):
                 size = None
+            unit = ""
+            if elem is not None and isinstance(nbytes, (int, np.integer)):
+                # counted in the parameter's own elements (float4: 16 bytes)
+                width = elem[1] * elem[2]
+                size, unit = int(nbytes) // width, f" {_c_base(kernel.params[i].ctype)}"
+                if nbytes % width:
+                    warnings.warn(
+                        f"kernel '{kernel.name}', parameter {i + 1} '{name}': the array holds "
+                        f"{nbytes} bytes, not a whole number of{unit} ({width} bytes each); "
+                        f"the last{unit} would reach past its end", LaunchWarning,
+                        stacklevel=3)
             if align and address is not None and address % align:
                 raise LaunchValueError(
                     f"kernel '{kernel.name}', parameter {i + 1} '{name}': address "
@@ -88,13 +104,28 @@ def make_validator(kernel, launcher):
                     f"of {align} (a slice with an odd offset, or the wrong dtype?)")
             if size is not None and size < threads and not any(
                     isinstance(b, (int, np.integer)) and 0 <= b <= size for b in bounds):
+                empty = (" (it is empty: every access through it is out of bounds; pass "
+                         "None for a pointer the kernel does not use)") if size == 0 else ""
+                given = ", ".join(f"{kernel.params[j].name}={args[j]}"
+                                  for j in ints if j < len(args))
+                what = f"no integer argument ({given})" if given else "no integer argument"
+                of = f" ({unit.strip()})" if elem is not None and elem[2] > 1 else ""
                 warnings.warn(
                     f"kernel '{kernel.name}', parameter {i + 1} '{name}': the array has "
-                    f"{size} elements but the launch runs {threads} threads and no integer "
-                    f"argument is at most {size}; a one-thread-per-element kernel would "
-                    f"index past its end", LaunchWarning, stacklevel=3)
+                    f"{size} elements{of} but the launch runs {threads} threads and {what} "
+                    f"is at most {size}; a one-thread-per-element kernel would "
+                    f"index past its end{empty}", LaunchWarning, stacklevel=3)
 
     return validate
+
+
+_LENGTH = re.compile(r"(?i)^(n|m|nx|ny|nz|len|length|size|count|num|numel|total|nelems?|"
+                     r"n_?\w+|num_?\w+|\w+_(n|len|length|size|count|num|elems?))$")
+
+
+def _c_base(ctype: str) -> str:
+    """``float4`` for ``const float4 *__restrict__``."""
+    return " ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ")).split())
 
 
 def _foreign_address(a) -> int | None:
