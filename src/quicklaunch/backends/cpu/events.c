@@ -15,7 +15,7 @@ QL_EXPORT int ql_cpu_event_create(uint64_t *out) {
     if (slot >= 0 && !events[slot]) events[slot] = calloc(1, sizeof(event));
     if (slot < 0 || !events[slot]) {
         pthread_mutex_unlock(&lock);
-        return ST_OUT_OF_MEMORY;
+        return slot < 0 ? ST_TOO_MANY : ST_OUT_OF_MEMORY;
     }
     event *ev = events[slot];
     memset(ev, 0, sizeof *ev);

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "fault.h"
+#include "fmt.h"
+#include "interrupt.h"
 
 __thread ql_guard *ql_active_guard QL_TLS;
 __thread int ql_thread_ready QL_TLS;
@@ -32,46 +34,6 @@ static int enabled;
 
 /* The alternate signal stack of each thread that runs kernels. */
 #define ALTSTACK_BYTES (64u << 10)
-
-/* ------------------------------------------------ a signal-safe formatter */
-typedef struct out {
-    char *p, *end;
-} out;
-
-static void put(out *o, const char *s) {
-    while (*s && o->p < o->end) *o->p++ = *s++;
-}
-
-static void put_uint(out *o, uint64_t v) {
-    char digits[20];
-    int n = 0;
-    do digits[n++] = (char)('0' + v % 10); while (v /= 10);
-    while (n && o->p < o->end) *o->p++ = digits[--n];
-}
-
-static void put_hex(out *o, uint64_t v) {
-    char digits[16];
-    int n = 0;
-    do digits[n++] = "0123456789abcdef"[v & 15]; while (v >>= 4);
-    put(o, "0x");
-    while (n && o->p < o->end) *o->p++ = digits[--n];
-}
-
-static void put_coordinate(out *o, uint32_t v) {
-    if (v == QL_CPU_UNKNOWN) put(o, "?");
-    else put_uint(o, v);
-}
-
-static void put_triple(out *o, const char *what, const uint32_t v[3]) {
-    put(o, what);
-    put(o, " (");
-    put_coordinate(o, v[0]);
-    put(o, ", ");
-    put_coordinate(o, v[1]);
-    put(o, ", ");
-    put_coordinate(o, v[2]);
-    put(o, ")");
-}
 
 /* ------------------------------------------------------------- the report */
 static int is_write(const ucontext_t *uc) {
@@ -130,6 +92,18 @@ static const char *describe(out *o, int sig, const siginfo_t *si, const ucontext
     }
     switch (sig) {
     case SIGSEGV: {
+#ifdef SI_KERNEL
+        if (si->si_code == SI_KERNEL && addr == 0) {
+            /* x86-64: an access through a non-canonical address is a general
+             * protection fault, whose siginfo carries no address. */
+            put(o, "invalid memory access at a non-canonical address (SIGSEGV, general "
+                   "protection fault at instruction ");
+            put_hex(o, instruction(uc));
+            put(o, "; the kernel computed a wild pointer, whose bits 48-63 are not a sign "
+                   "extension, and the CPU does not report its exact address)");
+            return 0;
+        }
+#endif
         const int w = sent ? -1 : is_write(uc);
         put(o, w == 1 ? "invalid memory access: write to address "
                : w == 0 ? "invalid memory access: read from address "
@@ -248,12 +222,14 @@ static void install(void) {
     sigemptyset(&sa.sa_mask);
     for (unsigned i = 0; i < NCAUGHT; ++i) sigaction(caught[i], &sa, &previous[i]);
     enabled = 1;
+    ql_stop_install();
 }
 
 void ql_fault_setup_thread(void) {
     pthread_once(&install_once, install);
     ql_thread_ready = 1;
     if (!enabled) return;
+    ql_stop_register_thread();
     stack_t now;
     if (sigaltstack(0, &now) == 0 && (now.ss_flags & SS_DISABLE)) {
         void *p = mmap(0, ALTSTACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,

@@ -26,8 +26,9 @@ _STATUS = {
 
 # Statuses that come with a message (ql_cpu_last_error): a fault in the kernel
 # (700 illegal address, 715 illegal instruction, 716 misaligned), a failed
-# device-side assert (710), a deadlock or bad warp mask or SIGFPE (719).
-_REPORTED = frozenset({700, 710, 715, 716, 719})
+# device-side assert (710), a deadlock or bad warp mask or SIGFPE or a kernel's
+# abort()/exit() (719), a timeout (702), Ctrl-C (9001: interrupt.c).
+_REPORTED = frozenset({700, 702, 710, 715, 716, 719, INTERRUPTED := 9001})
 
 
 @functools.lru_cache(maxsize=1)
@@ -50,6 +51,8 @@ def library() -> ctypes.CDLL:
     lib.ql_cpu_last_error.restype = ctypes.c_char_p
     lib.ql_cpu_cooperative_limit.restype = ctypes.c_uint64
     lib.ql_cpu_cooperative_limit.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]
+    lib.ql_cpu_set_timeout.restype = ctypes.c_double
+    lib.ql_cpu_set_timeout.argtypes = [ctypes.c_double]
     lib.ql_cpu_launch_cooperative.restype = ctypes.c_int
     lib.ql_cpu_launch_cooperative.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
         ctypes.c_void_p]
@@ -69,6 +72,25 @@ def inline_threads() -> int:
 def threads() -> int:
     """Threads that execute blocks, the launching thread included."""
     return library().ql_cpu_threads()
+
+
+def set_timeout(seconds: float | None) -> float:
+    """Every CPU launch from now on that runs longer than `seconds` is stopped
+    and fails with a LaunchError naming the kernel and the blocks still
+    running (0 or None: no timeout, the default). QUICKLAUNCH_CPU_TIMEOUT sets
+    it at start-up; a stream's own timeout (Stream(timeout=...)) wins. Returns
+    the timeout in force. A timeout sends every launch down the runtime's
+    slower path (a few hundred ns more per launch): meant for tests and
+    debugging sessions, not production loops."""
+    value = float(seconds or 0)
+    if not 0 <= value < 1e9:
+        raise ValueError(f"timeout: {seconds!r} is not a number of seconds >= 0")
+    return library().ql_cpu_set_timeout(value)
+
+
+def timeout() -> float:
+    """The device-wide timeout in seconds (0: none)."""
+    return library().ql_cpu_set_timeout(-1.0)
 
 
 class CooperativeLimit(NamedTuple):
@@ -120,6 +142,11 @@ def error_hook(kernel, status: int) -> LaunchError:
     the launching thread, right after the failed launch."""
     if status in _REPORTED:  # reported with a message: by the module or a fault
         detail = library().ql_cpu_last_error().decode(errors="replace")
+        if status == INTERRUPTED:
+            # Ctrl-C: Python's SIGINT handler ran before this function's first
+            # line (a KeyboardInterrupt is raised here by default); a handler
+            # of the user's that returns leaves the launch failed.
+            return _interrupted(kernel, detail)
         own = f"kernel '{kernel.name}' "  # a stream's kept failure names it already
         if detail.startswith(own):
             detail = detail[len(own):]
@@ -127,3 +154,12 @@ def error_hook(kernel, status: int) -> LaunchError:
     what, why = _STATUS.get(status, ("unknown status", "an internal error"))
     return LaunchError(f"kernel '{kernel.name}' failed on the CPU device: {what} "
                        f"(status {status}): {why}")
+
+
+def _interrupted(kernel, detail: str) -> LaunchError:
+    """Only reached when Python's SIGINT handler did not raise (a handler of
+    the user's, or a launch on another thread than the main one)."""
+    own = f"kernel '{kernel.name}' "
+    if detail.startswith(own):
+        detail = detail[len(own):]
+    return LaunchError(f"kernel '{kernel.name}' failed on the CPU device: {detail}")

@@ -33,12 +33,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interrupt.h"
 #include "streams.h"
 
 /* --------------------------------------------------------- shared state */
 _Atomic uint64_t ql_async_pending;
 
 static stream streams[MAX_STREAMS];
+QL_EXPORT const int ql_cpu_max_streams = MAX_STREAMS, ql_cpu_max_events = MAX_EVENTS;
 
 int blocking(void) {
     static int value = -1;
@@ -67,8 +69,19 @@ static void *stream_main(void *arg) {
         while (!s->head && !s->stop) pthread_cond_wait(&s->work, &lock);
         if (!s->head) break;
         entry *e = s->head;
+        ql_thread_timeout_ns = s->timeout_ns;
         pthread_mutex_unlock(&lock);
-        int status = e->g ? run_graph(e->g, message) : run_node(&e->work, message);
+        int status;
+        if (e->epoch < atomic_load(&ql_interrupts) && (e->g || e->work.kind != E_RECORD)) {
+            /* queued before a Ctrl-C: not started (an event record still
+             * happens, or its waiters would wait for ever) */
+            status = e->g || e->work.kind == E_LAUNCH ? QL_CPU_ERROR_INTERRUPTED : ST_OK;
+            snprintf(message, MESSAGE_BYTES, "kernel '%s': interrupted (SIGINT, Ctrl-C) "
+                     "before it started; work queued before the interrupt does not run",
+                     e->g ? "graph replay" : e->work.k ? e->work.k->expr : "?");
+        } else {
+            status = e->g ? run_graph(e->g, message) : run_node(&e->work, message);
+        }
         pthread_mutex_lock(&lock);
         if (status && !s->err_code) {
             s->err_code = status;
@@ -88,6 +101,19 @@ static void *stream_main(void *arg) {
 }
 
 void enqueue_locked(stream *s, entry *e) {
+    if (!s->has_thread) { /* a fork() child's copy of a stream: its thread, now */
+        if (pthread_create(&s->thread, NULL, stream_main, s) != 0) {
+            if (!s->err_code) {
+                s->err_code = ST_OUT_OF_MEMORY;
+                snprintf(s->err_msg, sizeof s->err_msg, "the stream's thread could not start");
+            }
+            free(e->work.ptrs);
+            free(e);
+            return;
+        }
+        s->has_thread = 1;
+    }
+    e->epoch = atomic_load(&ql_interrupts);
     e->next = NULL;
     if (s->tail) s->tail->next = e;
     else s->head = e;
@@ -102,7 +128,7 @@ void drain_locked(stream *s) {
 }
 
 void drain_all_locked(void) {
-    while (atomic_load(&ql_async_pending)) pthread_cond_wait(&progress, &lock);
+    while (atomic_load(&ql_async_pending) & ~QL_WATCH_BIT) pthread_cond_wait(&progress, &lock);
 }
 
 /* The stream's kept failure, handed to the caller (and forgotten). */
@@ -156,7 +182,7 @@ QL_EXPORT int ql_cpu_stream_create(uint64_t *out) {
         if (!streams[i].in_use && !streams[i].stop) slot = i;
     if (slot < 0) {
         pthread_mutex_unlock(&lock);
-        return ST_OUT_OF_MEMORY;
+        return ST_TOO_MANY;
     }
     stream *s = &streams[slot];
     memset(s, 0, sizeof *s);
@@ -168,6 +194,7 @@ QL_EXPORT int ql_cpu_stream_create(uint64_t *out) {
         pthread_mutex_unlock(&lock);
         return ST_OUT_OF_MEMORY;
     }
+    s->has_thread = 1;
     *out = ((uint64_t)s->gen << 32) | (uint64_t)(slot + 1);
     pthread_mutex_unlock(&lock);
     return ST_OK;
@@ -188,8 +215,9 @@ QL_EXPORT int ql_cpu_stream_destroy(uint64_t h) {
     s->stop = 1;
     pthread_cond_signal(&s->work);
     pthread_t t = s->thread;
+    const int joined = s->has_thread;
     pthread_mutex_unlock(&lock);
-    pthread_join(t, NULL);
+    if (joined) pthread_join(t, NULL);
     pthread_mutex_lock(&lock);
     s->stop = 0;
     pthread_cond_destroy(&s->work);
@@ -229,4 +257,63 @@ QL_EXPORT int ql_cpu_device_synchronize(void) {
         }
     pthread_mutex_unlock(&lock);
     return code;
+}
+
+/* A stream's own timeout in seconds (0: the device's); see interrupt.h. */
+QL_EXPORT int ql_cpu_stream_set_timeout(uint64_t h, double seconds) {
+    if (!(seconds >= 0 && seconds < 1e9)) return ST_INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    stream *s = stream_of(h);
+    if (s) s->timeout_ns = (uint64_t)(seconds * 1e9);
+    pthread_mutex_unlock(&lock);
+    return s ? ST_OK : ST_INVALID_HANDLE;
+}
+
+/* ----------------------------------------------------------------- fork */
+/* fork() copies streams but none of their threads. The child keeps every
+ * stream handle valid: a stream gets a thread again when work is next
+ * queued on it; work that was queued in the parent is dropped, and the
+ * stream's next synchronisation says so. Events whose records were
+ * dropped count as reached (nothing is left to reach them). */
+static void before_fork(void) { pthread_mutex_lock(&lock); }
+static void after_fork_parent(void) { pthread_mutex_unlock(&lock); }
+
+static void after_fork_child(void) {
+    pthread_mutex_init(&lock, NULL);
+    pthread_cond_init(&progress, NULL);
+    for (int i = 0; i < MAX_STREAMS; ++i) {
+        stream *s = &streams[i];
+        if (!s->in_use && !s->stop) continue;
+        pthread_cond_init(&s->work, NULL);
+        s->has_thread = 0;
+        if (!s->in_use) { /* being closed by another thread of the parent */
+            s->stop = 0;
+            continue;
+        }
+        uint64_t dropped = s->queued - s->done;
+        for (entry *e = s->head, *next; e; e = next) {
+            next = e->next;
+            if (e->g && --e->g->in_flight == 0 && e->g->dead) free_graph(e->g);
+            free(e->work.ptrs);
+            free(e);
+        }
+        s->head = s->tail = NULL;
+        s->done = s->queued;
+        if (dropped && !s->err_code) {
+            s->err_code = ST_FORKED;
+            snprintf(s->err_msg, sizeof s->err_msg,
+                     "%llu piece%s of work queued on this stream in the parent process did "
+                     "not run in this fork() child (a stream's thread does not survive fork; "
+                     "the stream works again for work queued from now on)",
+                     (unsigned long long)dropped, dropped == 1 ? "" : "s");
+        }
+    }
+    for (int i = 0; i < MAX_EVENTS; ++i)
+        if (events[i] && events[i]->in_use && events[i]->done < events[i]->recorded)
+            events[i]->done = events[i]->recorded;
+    atomic_fetch_and(&ql_async_pending, QL_WATCH_BIT);
+}
+
+__attribute__((constructor)) static void register_fork_handlers(void) {
+    pthread_atfork(before_fork, after_fork_parent, after_fork_child);
 }

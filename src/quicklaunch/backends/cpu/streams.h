@@ -17,11 +17,14 @@ typedef struct entry {
     struct entry *next;
     node work;               /* kind, and a launch's copied parameters */
     graph *g;                /* or a graph replay */
+    uint64_t epoch;          /* ql_interrupts when it was queued */
 } entry;
 
 typedef struct stream {
     uint32_t gen;
     int in_use, stop;
+    int has_thread;          /* 0 in a fork() child until work is queued */
+    uint64_t timeout_ns;     /* this stream's timeout, or 0 */
     pthread_t thread;
     pthread_cond_t work;
     entry *head, *tail;

@@ -9,6 +9,7 @@ from ...errors import LaunchError
 from . import runtime
 
 _NOT_READY = 600
+_TOO_MANY, _FORKED = 3, 4
 _MEANING = {1: "invalid value", 2: "out of memory", 400: "invalid or closed handle",
             600: "not ready"}
 
@@ -17,6 +18,7 @@ _SIGNATURES = {
     "ql_cpu_stream_destroy": [c_uint64],
     "ql_cpu_stream_synchronize": [c_uint64],
     "ql_cpu_stream_query": [c_uint64],
+    "ql_cpu_stream_set_timeout": [c_uint64, c_double],
     "ql_cpu_stream_wait_event": [c_uint64, c_uint64],
     "ql_cpu_device_synchronize": [],
     "ql_cpu_event_create": [POINTER(c_uint64)],
@@ -56,13 +58,29 @@ class CpuStreamOps:
         if status in (1, 2, 400):
             raise LaunchError(f"{what} failed: {_MEANING[status]}")
         detail = runtime.library().ql_cpu_last_error().decode(errors="replace")
+        if status == _FORKED:
+            raise LaunchError(f"{what}: {detail}")
         raise LaunchError(f"{what}: an earlier launch failed: {detail}")
 
     # -------------------------------------------------------------- streams
     def stream_create(self) -> int:
         out = c_uint64()
-        self._check(self._stream_create(byref(out)), "creating a stream")
+        status = self._stream_create(byref(out))
+        if status == _TOO_MANY:
+            n = c_int.in_dll(runtime.library(), "ql_cpu_max_streams").value
+            raise LaunchError(f"creating a stream failed: the CPU device holds at most {n} "
+                              f"live streams (each has a thread of its own); close the "
+                              f"streams you no longer need (Stream.close(), or a 'with' block)")
+        self._check(status, "creating a stream")
         return out.value
+
+    def stream_set_timeout(self, s: int, seconds: float) -> None:
+        """Launches on the stream that run longer than `seconds` fail (0: the
+        device's timeout, runtime.set_timeout)."""
+        value = float(seconds or 0)
+        if not 0 <= value < 1e9:
+            raise ValueError(f"timeout: {seconds!r} is not a number of seconds >= 0")
+        self._check(self._stream_set_timeout(s, value), "Stream timeout")
 
     def stream_destroy(self, s: int) -> None:
         self._failed_work(self._stream_destroy(s), "Stream.close()")
@@ -86,7 +104,13 @@ class CpuStreamOps:
     # --------------------------------------------------------------- events
     def event_create(self, timing: bool = True) -> int:
         out = c_uint64()
-        self._check(self._event_create(byref(out)), "creating an event")
+        status = self._event_create(byref(out))
+        if status == _TOO_MANY:
+            n = c_int.in_dll(runtime.library(), "ql_cpu_max_events").value
+            raise LaunchError(f"creating an event failed: the CPU device holds at most {n} "
+                              f"live events; destroy the events you no longer need (an "
+                              f"Event is destroyed when it is garbage-collected)")
+        self._check(status, "creating an event")
         return out.value
 
     def event_destroy(self, e: int) -> None:

@@ -14,8 +14,10 @@
 #define MAX_EVENTS 65536
 #define MESSAGE_BYTES 1100
 
-enum { ST_OK = 0, ST_INVALID_VALUE = 1, ST_OUT_OF_MEMORY = 2, ST_INVALID_HANDLE = 400,
-       ST_NOT_READY = 600 };
+/* ST_TOO_MANY: MAX_STREAMS live streams or MAX_EVENTS events (a limit, not
+ * memory); ST_FORKED: work queued at fork() that the child never ran. */
+enum { ST_OK = 0, ST_INVALID_VALUE = 1, ST_OUT_OF_MEMORY = 2, ST_TOO_MANY = 3, ST_FORKED = 4,
+       ST_INVALID_HANDLE = 400, ST_NOT_READY = 600 };
 enum { E_LAUNCH, E_RECORD, E_WAIT, E_GRAPH };
 
 typedef struct event {

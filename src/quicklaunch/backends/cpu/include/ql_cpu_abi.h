@@ -38,7 +38,9 @@ enum ql_cpu_status {
     QL_CPU_ERROR_ASSERT = 710,         /* a device-side assert failed */
     QL_CPU_ERROR_ILLEGAL_INSTRUCTION = 715, /* SIGILL in a kernel */
     QL_CPU_ERROR_MISALIGNED = 716,     /* SIGBUS for a misaligned access */
-    QL_CPU_ERROR_LAUNCH_FAILED = 719,  /* deadlock, bad warp mask, ... */
+    QL_CPU_ERROR_LAUNCH_TIMEOUT = 702, /* ran past its timeout and was stopped */
+    QL_CPU_ERROR_LAUNCH_FAILED = 719,  /* deadlock, bad warp mask, abort(), ... */
+    QL_CPU_ERROR_INTERRUPTED = 9001,   /* stopped by SIGINT (Ctrl-C); no CUDA status */
     QL_CPU_ERROR_OUT_OF_MEMORY = 2
 };
 
@@ -91,6 +93,19 @@ typedef struct ql_cpu_fault {
 #define QL_CPU_UNKNOWN 0xffffffffu
 
 typedef void (*ql_cpu_fault_fn)(ql_cpu_fault *fault);
+
+/* The runtime's private realtime signal, SIGRTMAX minus this: it stops
+ * kernels (Ctrl-C, timeouts; see the runtime's interrupt.h), and a module
+ * sends it to its own thread, queued with a ql_cpu_device_exit as the
+ * value, when a kernel calls abort(), exit(), _Exit() or quick_exit()
+ * (ql_launch_state.h): the runtime then fails the launch as for __trap(). */
+#define QL_CPU_STOP_SIGNAL_FROM_MAX 3
+#define QL_CPU_EXIT_MAGIC 0x51455854u
+typedef struct ql_cpu_device_exit {
+    uint32_t magic;           /* QL_CPU_EXIT_MAGIC */
+    int status;               /* exit's status; -1 for abort() */
+    const char *what;         /* "abort() called", "exit(3) called", ... */
+} ql_cpu_device_exit;
 
 /* Runs blocks [first, last) (linear block index, x fastest) of a launch. */
 typedef void (*ql_cpu_run_fn)(void **params, const ql_cpu_dims *dims,

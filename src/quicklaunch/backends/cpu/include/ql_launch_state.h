@@ -11,7 +11,10 @@
 #define QL_LAUNCH_STATE_H
 
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "ql_cpu_abi.h"
 
@@ -62,7 +65,7 @@ __attribute__((format(printf, 2, 3))) QL_FN int ql_report(int code, const char *
 __attribute__((noreturn)) QL_FN void ql_abort_thread(void) {
     if (ql_tier2_abort) ql_tier2_abort();
     if (ql_tier1_abort) longjmp(*ql_tier1_abort, 1);
-    abort(); /* unreachable: every block runs under one of the two */
+    __builtin_trap(); /* unreachable: every block runs under one of the two */
 }
 
 QL_FN int ql_launch_failed(void) {
@@ -87,6 +90,53 @@ __attribute__((noreturn)) QL_FN void __trap(void) {
               "(%u, %u, %u)", blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y,
               threadIdx.z);
     ql_abort_thread();
+}
+
+/* abort(), exit(), _Exit() and quick_exit() in device code: the launch
+ * fails with a LaunchError naming the CUDA thread, as for __trap(), and the
+ * process lives on. The module sends the runtime's stop signal to its own
+ * thread with what happened (ql_cpu_device_exit, ql_cpu_abi.h); the runtime
+ * recovers as from a fault. With QUICKLAUNCH_CPU_CATCH_FAULTS=0 (nothing
+ * handles the signal) they end the process as plain C would. Hidden
+ * definitions here take every call in this module, as for __assert_fail. */
+__attribute__((noreturn)) QL_FN void ql_device_exit(int status, const char *what) {
+    const ql_cpu_device_exit x = {QL_CPU_EXIT_MAGIC, status, what};
+    const int sig = SIGRTMAX - QL_CPU_STOP_SIGNAL_FROM_MAX;
+    struct sigaction now;
+    if (sigaction(sig, 0, &now) == 0 && (now.sa_flags & SA_SIGINFO)) {
+        siginfo_t si;
+        memset(&si, 0, sizeof si);
+        si.si_signo = sig;
+        si.si_code = SI_QUEUE;
+        si.si_pid = getpid();
+        si.si_uid = getuid();
+        si.si_value.sival_ptr = (void *)&x;
+        syscall(SYS_rt_tgsigqueueinfo, (long)getpid(), (long)syscall(SYS_gettid), (long)sig,
+                &si);
+    }
+    if (status < 0) __builtin_trap();
+    syscall(SYS_exit_group, (long)status);
+    __builtin_unreachable();
+}
+
+QL_FN const char *ql_exit_text(const char *fn, int status) {
+    static thread_local char text[48];
+    snprintf(text, sizeof text, "%s(%d) called", fn, status);
+    return text;
+}
+
+extern "C" __attribute__((visibility("hidden"), noreturn, always_inline)) inline void abort(void) noexcept {
+    ql_device_exit(-1, "abort() called");
+}
+extern "C" __attribute__((visibility("hidden"), noreturn, always_inline)) inline void exit(int status) noexcept {
+    ql_device_exit(status < 0 ? 255 : status, ql_exit_text("exit", status));
+}
+extern "C" __attribute__((visibility("hidden"), noreturn, always_inline)) inline void _Exit(int status) noexcept {
+    ql_device_exit(status < 0 ? 255 : status, ql_exit_text("_Exit", status));
+}
+extern "C" __attribute__((visibility("hidden"), noreturn, always_inline)) inline void quick_exit(
+    int status) noexcept {
+    ql_device_exit(status < 0 ? 255 : status, ql_exit_text("quick_exit", status));
 }
 
 /* glibc's assert() calls __assert_fail; a hidden definition here catches

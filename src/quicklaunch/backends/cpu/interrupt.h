@@ -1,0 +1,55 @@
+/* Stopping running kernels from outside (interrupt.c): Ctrl-C (SIGINT) and
+ * timeouts, and a kernel's own abort()/exit() (ql_launch_state.h).
+ *
+ * Every thread that runs kernels has a slot in a registry (its pthread and
+ * the address of its recovery point, fault.h). Stopping means sending each
+ * thread that is inside a kernel a private realtime signal; its handler
+ * (beside the fault handler, and in the same way) records the block it was
+ * running, drops it and jumps to the recovery point. The first thread of a
+ * launch to be stopped waits briefly for the others and writes one message
+ * naming every block that was still running.
+ *
+ * SIGINT: the runtime's handler chains to the one installed before it
+ * (Python's, which arranges the KeyboardInterrupt) and then stops every
+ * running kernel; queued stream work from before the interrupt does not
+ * start. Timeouts: a watched launch (QUICKLAUNCH_CPU_TIMEOUT, set_timeout,
+ * a stream's timeout) publishes a deadline in its slot; a watchdog thread
+ * stops the launch's blocks when it passes. Unwatched launches (the
+ * default) pay nothing. Internal to the runtime library. */
+#ifndef QL_CPU_INTERRUPT_H
+#define QL_CPU_INTERRUPT_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "fault.h"
+
+#define QL_STOP_SIGNAL (SIGRTMAX - QL_CPU_STOP_SIGNAL_FROM_MAX)
+
+/* Set in ql_async_pending (streams.h) while a timeout is in force, so the
+ * launch entry's one test sends launches down the watched path. */
+#define QL_WATCH_BIT (1ull << 63)
+
+/* Interrupts (SIGINT) so far: stream work queued before the latest does
+ * not start. */
+extern _Atomic uint64_t ql_interrupts __attribute__((visibility("hidden")));
+
+/* From install (fault.c): the stop and SIGINT handlers. */
+void ql_stop_install(void);
+/* From ql_fault_setup_thread: this thread gets a registry slot. */
+void ql_stop_register_thread(void);
+/* The stop signal's handler, which also takes a kernel's abort()/exit(). */
+void ql_on_stop(int sig, siginfo_t *si, void *uc);
+
+/* The device-wide timeout in ns (0: none), and the calling thread's own (a
+ * stream's thread sets its stream's), which wins when nonzero. */
+extern _Atomic uint64_t ql_timeout_ns __attribute__((visibility("hidden")));
+extern __thread uint64_t ql_thread_timeout_ns QL_TLS;
+
+/* A launch now with a deadline (see ql_cpu_launch_now); `source` names
+ * where the timeout came from, for the message. */
+int ql_cpu_launch_watched(const ql_cpu_kernel *k, const unsigned dims[6], unsigned shared,
+                          void **params, uint64_t timeout_ns, const char *source);
+
+#endif
