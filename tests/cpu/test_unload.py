@@ -1,0 +1,185 @@
+"""Modules are unloaded (issue 14, item 6): a module whose kernels,
+launchers, graph nodes and buffers are gone is dlclosed, its mappings leave
+/proc/self/maps, and thousands of loads keep mappings, descriptors and RSS
+flat. Work queued on a stream keeps the code mapped until it has run."""
+import gc
+import os
+import uuid
+
+import numpy as np
+import pytest
+
+import quicklaunch as ql
+from quicklaunch import cache as cache_mod
+from quicklaunch.backends.cpu import compiler, loader
+
+SRC = 'extern "C" __global__ void put(int *x) { x[threadIdx.x] = %d; }  // %s'
+
+
+def src(value: int) -> str:
+    return SRC % (value, uuid.uuid4().hex)
+
+
+def mapped(ino: int) -> int:
+    with open("/proc/self/maps") as f:
+        return sum(1 for line in f if f" {ino} " in line)
+
+
+def maps() -> int:
+    with open("/proc/self/maps") as f:
+        return sum(1 for _ in f)
+
+
+def fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def rss_kb() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def collect():
+    gc.collect()
+    loader.reap()
+
+
+def test_module_is_unloaded_after_del_and_gc(cpu):
+    mod = ql.compile(src(1), device=cpu)
+    x = np.zeros(32, np.int32)
+    mod.put[1, 32](x)
+    assert x[0] == 1
+    ino = os.fstat(mod._library.fd).st_ino
+    assert mapped(ino) > 0
+    del mod
+    collect()
+    assert mapped(ino) == 0
+
+
+@pytest.mark.parametrize("holder", ["kernel", "launcher", "buffer"])
+def test_what_references_the_module_keeps_it_loaded(cpu, holder):
+    s = ('__device__ int table[4] = {1, 2, 3, 4};\n'
+         'extern "C" __global__ void put(int *x) { x[threadIdx.x] = table[1]; }  // '
+         + uuid.uuid4().hex)
+    mod = ql.compile(s, device=cpu)
+    ino = os.fstat(mod._library.fd).st_ino
+    x = np.zeros(32, np.int32)
+    keep = {"kernel": lambda: mod.put, "launcher": lambda: mod.put[1, 32],
+            "buffer": lambda: mod.get_global("table")}[holder]()
+    del mod
+    collect()
+    assert mapped(ino) > 0
+    if holder == "kernel":
+        keep[1, 32](x)
+    elif holder == "launcher":
+        keep(x)
+    else:
+        assert keep.numpy()[1] == 2
+    if holder != "buffer":
+        assert x[0] == 2
+    del keep
+    collect()
+    assert mapped(ino) == 0
+
+
+def test_queued_stream_work_keeps_the_code_mapped(cpu):
+    s = ('extern "C" __global__ void spin(int *x, long n) {\n'
+         '  volatile long i = 0; while (i < n) i = i + 1; x[threadIdx.x] = 5; }  // '
+         + uuid.uuid4().hex)
+    mod = ql.compile(s, device=cpu)
+    ino = os.fstat(mod._library.fd).st_ino
+    stream = ql.Stream(cpu)
+    x = np.zeros(4, np.int32)
+    for _ in range(4):
+        mod.spin[1, 1, 0, stream](x, 20_000_000)
+    busy = not stream.query()
+    del mod
+    gc.collect()
+    if busy:
+        assert mapped(ino) > 0     # not dlclosed under the stream's feet
+    stream.synchronize()
+    assert x[0] == 5
+    loader.reap()
+    assert mapped(ino) == 0
+    stream.close()
+
+
+def test_thousands_of_loads_stay_flat(cpu):
+    """40 distinct modules compiled once, then loaded again and again (each
+    load a fresh dlopen of the cache entry, through ql.compile): after the
+    first batch, mappings, descriptors and RSS stay where they were."""
+    sources = [src(i) for i in range(40)]
+    for s in sources:
+        ql.compile(s, device=cpu)
+    collect()
+
+    def batch(n):
+        x = np.zeros(32, np.int32)
+        for i in range(n):
+            mod = ql.compile(sources[i % len(sources)], device=cpu)
+            mod.put[1, 32](x)
+            assert x[0] == i % len(sources)
+            del mod
+            if i % 40 == 39:
+                gc.collect()
+        collect()
+
+    batch(200)
+    before = maps(), fds(), rss_kb(), loader._unloads
+    batch(2000)
+    after = maps(), fds(), rss_kb(), loader._unloads
+    print(f"\nmaps {before[0]} -> {after[0]}, fds {before[1]} -> {after[1]}, "
+          f"RSS {before[2]} -> {after[2]} kB, unloads {before[3]} -> {after[3]}")
+    assert after[3] - before[3] >= 2000
+    assert after[0] <= before[0] + 10
+    assert after[1] <= before[1] + 2
+    assert after[2] - before[2] < 8 * 1024
+
+
+def test_thousands_of_distinct_modules_stay_flat(cpu, tmp_path, monkeypatch):
+    """3000 distinct modules (distinct files, as an autotuning run makes):
+    one compiled module copied under 3000 keys with a distinct trailing byte
+    string each, loaded through the compiler's cache path and dropped."""
+    mod = ql.compile(src(7), device=cpu)
+    image = mod._library.image()
+    meta = cache_mod.CompileCache().read("cpu", os.path.basename(mod._library.path)[:-3],
+                                         ".json")
+    del mod
+    collect()
+    cache = cache_mod.CompileCache(tmp_path / "c")
+    monkeypatch.setattr(compiler, "_cache", cache)
+    keys = []
+    for i in range(3000):
+        key = cache_mod.cache_key("distinct", str(i))
+        data = image + f"variant {i}".encode()       # past the ELF's end: ignored by ld.so
+        path = cache.path("cpu", key, ".so")
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        for suffix, blob in ((".so", data), (".json", meta)):
+            p = cache.path("cpu", key, suffix)
+            p.write_bytes(blob)
+            p.with_name(p.name + ".sha256").write_bytes(
+                f"{cache_mod.FORMAT_VERSION} {len(blob)} "
+                f"{__import__('hashlib').sha256(blob).hexdigest()}\n".encode())
+        keys.append(key)
+
+    def batch(ks):
+        for i, key in enumerate(ks):
+            built = compiler._load_cached(key)
+            assert built is not None and built.kernels[0].expr == "put"
+            del built
+            if i % 100 == 99:
+                collect()
+        collect()
+
+    batch(keys[:300])
+    before = maps(), fds(), rss_kb()
+    batch(keys[300:])
+    after = maps(), fds(), rss_kb()
+    print(f"\ndistinct: maps {before[0]} -> {after[0]}, fds {before[1]} -> {after[1]}, "
+          f"RSS {before[2]} -> {after[2]} kB")
+    assert after[0] <= before[0] + 10
+    assert after[1] <= before[1] + 2
+    assert after[2] - before[2] < 8 * 1024
