@@ -192,15 +192,16 @@ NVRTC = _Rules(
 
 HIPRTC = _Rules(
     "HIP device", "docs/hip-device.md", _GCC_SEPARATE,
-    _GCC_FLAGS + [r"-f(no-)?(gpu-flush-denormals-to-zero|gpu-approx-transcendentals"
+    _GCC_FLAGS + [r"--?std=(c|gnu)\+\+(11|0x|14|1y)",   # the HIP prelude takes C++11 and 14
+                  r"-f(no-)?(gpu-flush-denormals-to-zero|gpu-approx-transcendentals"
                   r"|hip-fp32-correctly-rounded-divide-sqrt|cuda-approx-transcendentals"
                   r"|gpu-allow-device-init|gpu-default-stream=\w+)",
                   r"-m(no-)?(wavefrontsize64|cumode|unsafe-fp-atomics|tgsplit|xnack|sramecc)",
                   r"--?m(no-)?wavefrontsize64"],
     [(r"-fgpu-rdc|--?hip-link|-fgpu-sanitize",
       "quicklaunch loads whole-program code objects; relocatable device code needs a link "
-      "step it does not do"), _STD_OLD, *_GCC_REFUSED],
-    summary="-D/-U, -I/-isystem/-include, -std=c++17 or newer, -O0..-O3, -g, -w and -W "
+      "step it does not do"), *_GCC_REFUSED],
+    summary="-D/-U, -I/-isystem/-include, -std=c++11 or newer, -O0..-O3, -g, -w and -W "
             "warning flags, -ffast-math and the other math flags, -ffp-contract=, "
             "-fgpu-flush-denormals-to-zero, -mwavefrontsize64, -mcumode, -munsafe-fp-atomics; "
             "the architecture is arch=")

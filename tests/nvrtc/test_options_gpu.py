@@ -61,7 +61,7 @@ def test_nvrtc_arch_still_belongs_in_arch():
 
 @pytest.mark.no_nvrtc
 @pytest.mark.parametrize("opt", ["-fgpu-rdc", "-o", "-fplugin=/tmp/x.so", "-mllvm", "-Xclang",
-                                 "-save-temps", "-Wl,-z", "--no-such-flag", "-std=c++14"])
+                                 "-save-temps", "-Wl,-z", "--no-such-flag", "-std=c++98"])
 def test_hiprtc_refused_option_is_named(opt):
     # Checked before hiprtc is loaded: runs without ROCm.
     with pytest.raises(ql.CompileError) as info:
@@ -73,5 +73,5 @@ def test_hiprtc_refused_option_is_named(opt):
 def test_hiprtc_allowed_options_pass_the_check():
     opts = ("-DSCALE=2", "-I", "/tmp", "-O3", "-ffast-math", "-std=c++20", "-mwavefrontsize64",
             "-mno-cumode", "-munsafe-fp-atomics", "-fgpu-flush-denormals-to-zero", "-Wall", "-w",
-            "-g", "-ffp-contract=fast", "-include", "x.h")
+            "-g", "-ffp-contract=fast", "-include", "x.h", "-std=c++14")
     assert options_mod.check_hiprtc(opts) == opts
