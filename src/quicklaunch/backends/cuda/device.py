@@ -129,7 +129,7 @@ class CudaDevice(GpuBackend):
         buf = ctypes.create_string_buffer(image, len(image) + 1)  # PTX needs its NUL
         self.call(lambda: self.driver.cuModuleLoadData(byref(module), buf),
                   f"cuModuleLoadData ({what})")
-        return module.value
+        return LoadedModule(module.value, self)
 
     def function(self, module: int, lowered_name: str) -> int:
         fn = c_void_p()
@@ -157,8 +157,19 @@ class CudaDevice(GpuBackend):
         return ptr.value, size.value
 
     def unload(self, module: int) -> None:
-        if self.current():
-            self.driver.cuModuleUnload(module)
+        """cuModuleUnload in this device's context (made current for the
+        call and the thread's own put back: a finaliser may run anywhere)."""
+        d, prev = self.driver, c_void_p()
+        if d.cuCtxGetCurrent(byref(prev)) != 0:
+            return   # the driver is gone (interpreter exit): nothing to free
+        switch = prev.value != self.context
+        if switch and d.cuCtxSetCurrent(self.context) != 0:
+            return
+        try:
+            d.cuModuleUnload(c_void_p(int(module)))
+        finally:
+            if switch:
+                d.cuCtxSetCurrent(prev)
 
     # ------------------------------------------------------------ launches
     def launch_cooperative(self, kernel, grid, block, shared, stream, params) -> None:
@@ -244,3 +255,20 @@ def toolchain() -> list[tuple[str, str]]:
     except CompileError as exc:
         line = f"none: {str(exc).split('. ')[-1]}"
     return [("NVRTC", line), ("nvcc", shutil.which("nvcc") or "not found")]
+
+
+class LoadedModule(int):
+    """A CUmodule handle (an int, as the launch path wants) that unloads the
+    module when the last reference goes: the Module holds it, its Kernels
+    hold the Module, launchers and graph nodes hold their Kernels."""
+
+    def __new__(cls, value: int, backend):
+        self = super().__new__(cls, value)
+        self._backend = backend
+        return self
+
+    def __del__(self):
+        try:
+            self._backend.unload(int(self))
+        except Exception:  # noqa: BLE001 - nothing to report to at collection time
+            pass

@@ -147,7 +147,7 @@ class HipDevice(GpuBackend):
         self.call(lambda: self.runtime.hipModuleLoadData(byref(module), buf),
                   f"hipModuleLoadData ({what})")
         self._images[module.value] = buf
-        return module.value
+        return LoadedModule(module.value, self)
 
     def function(self, module: int, lowered_name: str) -> int:
         fn = c_void_p()
@@ -214,3 +214,20 @@ def toolchain() -> list[tuple[str, str]]:
     except (CompileError, DeviceError) as exc:
         line = f"none: {str(exc).split('. ')[-1]}"
     return [("hiprtc", line), ("hipcc", shutil.which("hipcc") or "not found")]
+
+
+class LoadedModule(int):
+    """A hipModule_t handle (an int, as the launch path wants) that unloads
+    the module when the last reference goes (the Module holds it, its
+    Kernels hold the Module, launchers and graph nodes their Kernels)."""
+
+    def __new__(cls, value: int, backend):
+        self = super().__new__(cls, value)
+        self._backend = backend
+        return self
+
+    def __del__(self):
+        try:
+            self._backend.unload(int(self))
+        except Exception:  # noqa: BLE001 - nothing to report to at collection time
+            pass
