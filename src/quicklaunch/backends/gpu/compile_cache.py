@@ -6,8 +6,10 @@ metadata."""
 from __future__ import annotations
 
 import json
+import warnings
 
 from ... import cache as cache_mod
+from ...errors import CompileWarning
 
 __all__ = ["key", "store_entry", "load_entry"]
 
@@ -28,8 +30,17 @@ def store_entry(cache, namespace: str, key: str, meta: dict, blobs=()) -> None:
         for suffix, data in blobs:
             cache.put(namespace, key, suffix, data)
         cache.put(namespace, key, ".json", json.dumps(meta).encode())
-    except OSError:
-        pass   # an unwritable cache costs a recompile next time, nothing else
+    except OSError as exc:   # an unwritable cache costs a recompile next time, nothing else
+        if not _warned:
+            _warned.append(True)
+            warnings.warn(f"the quicklaunch compile cache cannot be written "
+                          f"({exc.strerror or exc}: {getattr(exc, 'filename', None) or cache.root});"
+                          f" GPU modules are compiled without caching. Fix: chmod u+w the "
+                          f"directory, or set QUICKLAUNCH_CACHE_DIR to a writable private "
+                          f"directory", CompileWarning, stacklevel=5)
+
+
+_warned: list = []   # the unwritable-cache warning is given once per process
 
 
 def load_entry(cache, namespace: str, key: str, fmt: str, arch: str, build):
@@ -41,8 +52,8 @@ def load_entry(cache, namespace: str, key: str, fmt: str, arch: str, build):
         return None
     try:
         meta = json.loads(data)
-        if meta["format"] != fmt or meta["arch"] != arch:
+        if not isinstance(meta, dict) or meta.get("format") != fmt or meta.get("arch") != arch:
             return None
         return build(meta, lambda suffix: cache.read(namespace, key, suffix))
-    except (ValueError, KeyError, TypeError):
-        return None   # a damaged entry is a miss: compiled again and rewritten
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError):
+        return None   # a damaged or inconsistent entry is a miss: compiled again, rewritten
