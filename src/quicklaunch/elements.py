@@ -90,9 +90,54 @@ def element(ctype: str):
     return (kind, size, lanes, expect, "np." + npname if "." not in npname else npname)
 
 
-def elements(params) -> tuple:
-    """The launcher's ``elems`` for a kernel's parameters (None for scalars)."""
-    return tuple(element(p.ctype) if p.kind.endswith("pointer") else None for p in params)
+def elements(params, types: dict[str, str] | None = None) -> tuple:
+    """The launcher's ``elems`` for a kernel's parameters (None for scalars).
+    ``types`` maps a template instantiation's type parameters to its
+    arguments ({"T": "float"} for ``add<float>``), so ``T *`` is typed."""
+    def typed(ctype):
+        if types:
+            ctype = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: types.get(m[0], m[0]), ctype)
+        return element(ctype)
+    return tuple(typed(p.ctype) if p.kind.endswith("pointer") else None for p in params)
+
+
+def _split_top(text: str) -> list[str]:
+    """``"float, Vec<int, 2>, 4"`` -> its top-level comma-separated parts."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += ch in "<([{"
+        depth -= ch in ">)]}"
+        if ch == "," and depth == 0:
+            parts.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    if cur.strip():
+        parts.append(cur.strip())
+    return parts
+
+
+def template_types(source: str | None, expr: str) -> dict[str, str]:
+    """{type parameter: argument} for a template kernel's name expression
+    (``"add<float, 4>"`` of ``template <typename T, int N>``: {"T": "float"});
+    {} where the expression or declaration cannot be read."""
+    if not source or "<" not in expr or not expr.endswith(">"):
+        return {}
+    from .signature import parse_kernels
+    base, args = expr.split("<", 1)
+    try:
+        decls = [d for d in parse_kernels(source) if d.template and
+                 (d.name == base.strip() or d.name.endswith("::" + base.strip()))]
+    except ValueError:
+        return {}
+    if len(decls) != 1:
+        return {}
+    out = {}
+    for param, arg in zip(_split_top(decls[0].template), _split_top(args[:-1])):
+        words = param.split("=")[0].split()
+        if len(words) == 2 and words[0] in ("typename", "class"):
+            out[words[1]] = arg
+    return out
 
 
 class _Untyped:

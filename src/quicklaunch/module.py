@@ -11,7 +11,7 @@ from typing import NamedTuple
 
 from . import _launch, kinds
 from .devices import Device, device as get_device
-from .elements import elements
+from .elements import elements, template_types   # pointers' element types
 from .errors import CompileError, LaunchError, QuicklaunchError
 from .signature import SignatureError, declared_only, normalize_name, parse_kernels
 
@@ -55,7 +55,7 @@ class Kernel(_launch.KernelCore):
             max_threads=lim.max_threads_per_block, max_shared=lim.max_shared_per_block,
             error_hook=error_hook, dlpack_device=dev.backend.dlpack_device,
             defaults=(defaults := _defaults(module, name, params)),
-            elems=elements(params))   # pointers' element types (quicklaunch.elements)
+            elems=elements(params, template_types(getattr(module, "source", None), name)))
         self.defaults = defaults   # the trailing parameters' defaults (see quicklaunch.defaults)
         self.name = name
         self.lowered_name = lowered_name

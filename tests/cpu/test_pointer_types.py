@@ -167,3 +167,16 @@ def test_debug_launches_check_element_types_too(dbg):
     with pytest.raises(ql.LaunchTypeError, match="expects float32 elements .* got an array "
                                                  "of float64"):
         dbg.scale[1, 4](np.zeros(4), 4)
+
+
+def test_template_instantiations_check_their_element_type():
+    m = ql.compile("template <typename T> __global__ void twice(T *x, int n) {\n"
+                   "    int i = threadIdx.x; if (i < n) x[i] = x[i] + x[i]; }",
+                   device="cpu", name_expressions=["twice<float>", "twice<double>"])
+    x = np.arange(4, dtype=np.float64)
+    m.get_kernel("twice<double>")[1, 4](x, 4)
+    np.testing.assert_array_equal(x, 2.0 * np.arange(4))
+    with pytest.raises(ql.LaunchTypeError, match=r"kernel 'twice<float>', parameter 1 'x': "
+                                                 r"expects float32 elements \(C type float "
+                                                 r"\*\), got an array of float64"):
+        m.get_kernel("twice<float>")[1, 4](x, 4)

@@ -256,3 +256,21 @@ def test_torch_like_dtype():
     assert "torch.int64" in refusal(gpu_kernel("int *"), torch_like("torch.int64"))
     assert launches(gpu_kernel("__nv_bfloat16 *"), torch_like("torch.bfloat16"))
     assert launches(k, torch_like("torch.float8_e4m3fn_unknown"))  # not knowable: passes
+
+
+def test_template_instantiations_type_their_pointers():
+    from quicklaunch.elements import elements, template_types
+    from quicklaunch.module import Param
+    src = ("template <typename T, int N = 2, class U = int> __global__ void k(T *x, "
+           "const U *y, int n) {}\nnamespace ns { template <class V> __global__ void v(V *x) "
+           "{} }")
+    assert template_types(src, "k<float>") == {"T": "float"}
+    assert template_types(src, "k<double, 3, unsigned>") == {"T": "double", "U": "unsigned"}
+    assert template_types(src, "ns::v<float4>") == {"V": "float4"}
+    assert template_types(src, "v<Vec<int, 2>>") == {"V": "Vec<int, 2>"}
+    assert template_types(src, "plain") == {} and template_types(None, "k<float>") == {}
+    params = (Param("x", "T *", 8, 8, "pointer"), Param("y", "const U *", 8, 8, "const pointer"),
+              Param("n", "int", 4, 4, "int32"))
+    got = elements(params, {"T": "double", "U": "uint8_t"})
+    assert [e[:3] if e else None for e in got] == [("f", 8, 1), ("u", 1, 1), None]
+    assert elements(params, {"T": "Vec<int, 2>"})[0] is None   # unknown: any
