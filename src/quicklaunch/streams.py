@@ -40,12 +40,22 @@ def ops(dev: Device):
 
 
 class Stream:
-    """An in-order queue of launches on ``device`` (default: ``ql.device()``)."""
+    """An in-order queue of launches on ``device`` (default: ``ql.device()``).
 
-    def __init__(self, device=None):
+    ``timeout`` (seconds, CPU device only): a launch on this stream that runs
+    longer fails with a ``LaunchError`` naming the kernel and the blocks still
+    running, raised at the next synchronising call."""
+
+    def __init__(self, device=None, timeout: float | None = None):
         self.device = get_device(device)
         self._ops = ops(self.device)
+        set_timeout = getattr(self._ops, "stream_set_timeout", None)
+        if timeout and set_timeout is None:
+            raise LaunchError(f"Stream(timeout=...): device '{self.device}' has no kernel "
+                              "timeouts (the CPU device has)")
         self.handle = self._ops.stream_create()
+        if timeout:
+            set_timeout(self.handle, timeout)
 
     def __ql_stream__(self) -> tuple[int, int]:
         """(device id, handle): what the launcher reads from a stream."""

@@ -9,9 +9,13 @@
 
 QL_EXPORT int ql_cpu_event_create(uint64_t *out) {
     pthread_mutex_lock(&lock);
+    static int hint; /* where the last search ended: creation stays O(1) */
     int slot = -1;
-    for (int i = 0; i < MAX_EVENTS && slot < 0; ++i)
+    for (int n = 0; n < MAX_EVENTS && slot < 0; ++n) {
+        int i = (hint + n) % MAX_EVENTS;
         if (!events[i] || !events[i]->in_use) slot = i;
+    }
+    if (slot >= 0) hint = (slot + 1) % MAX_EVENTS;
     if (slot >= 0 && !events[slot]) events[slot] = calloc(1, sizeof(event));
     if (slot < 0 || !events[slot]) {
         pthread_mutex_unlock(&lock);

@@ -362,12 +362,16 @@ void ql_stop_install(void) {
     sigaction(QL_STOP_SIGNAL, &sa, 0);
     chain_sigint();
     pthread_atfork(NULL, NULL, after_fork_child);
+    ensure_watchdog();
+}
+
+/* At load: the first launch must already be watched. */
+__attribute__((constructor)) static void read_env_timeout(void) {
     uint64_t t = env_timeout_ns();
     if (t) {
         atomic_store(&ql_timeout_ns, t);
         atomic_fetch_or(&ql_async_pending, QL_WATCH_BIT);
     }
-    ensure_watchdog();
 }
 
 /* ------------------------------------------------------------ launches */
