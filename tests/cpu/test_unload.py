@@ -103,6 +103,10 @@ def test_queued_stream_work_keeps_the_code_mapped(cpu):
     stream.synchronize()
     assert x[0] == 5
     loader.reap()
+    if loader._counter and loader._counter[0] is None:
+        stream.close()
+        pytest.skip("the runtime's queued-work count was not found (its file was replaced "
+                    "since it was loaded): unloading waits while streams exist")
     assert mapped(ino) == 0
     stream.close()
 

@@ -204,17 +204,48 @@ def _streams_busy() -> bool:
 
 
 def _find_counter():
+    """The runtime's ``ql_async_pending`` (hidden, so found in its .symtab),
+    read from the very file that is mapped (the path may have been replaced
+    since it was loaded: a rebuild), or None."""
     try:
         from . import runtime
         lib = runtime.library()
         entry = ctypes.cast(lib.ql_cpu_launch, ctypes.c_void_p).value
         base = _load_base(entry)
-        for name, value, size in elf_symbols(str(runtime.library_path()), 1):
-            if name == "ql_async_pending" and size == 8 and base:
+        image = _mapped_image(base) if base else None
+        for name, value, size in elf_symbols(image, 1) if image else ():
+            if name == "ql_async_pending" and size == 8:
                 return ctypes.c_uint64.from_address(base + value)
     except Exception:  # noqa: BLE001 - stripped or moved: stay conservative
         pass
     return None
+
+
+def _mapped_image(base: int) -> bytes | None:
+    """The bytes of the file mapped at ``base``, if the file at its path is
+    still that file (same device and inode), else None."""
+    with open("/proc/self/maps") as f:
+        for line in f:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and int(fields[0].split("-")[0], 16) == base:
+                major, minor = (int(x, 16) for x in fields[3].split(":"))
+                ino, path = int(fields[4]), fields[5].rstrip("\n")
+                break
+        else:
+            return None
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        st = os.fstat(fd)
+        if st.st_ino != ino or os.major(st.st_dev) != major or os.minor(st.st_dev) != minor:
+            return None
+        out = []
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                return b"".join(out)
+            out.append(b)
+    finally:
+        os.close(fd)
 
 
 def load_fd(fd: int, shown: str, image: bytes | None = None) -> tuple[Library, list[LoadedKernel]]:
