@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -281,15 +283,28 @@ static void chain_sigint(void) {
 /* ------------------------------------------------------------- watchdog */
 static pthread_mutex_t watchdog_lock = PTHREAD_MUTEX_INITIALIZER;
 static int watchdog_running;
+/* When the watchdog next wakes by itself; a launch whose deadline is sooner
+ * bumps `wake_word` and wakes it (a futex). Idle, it wakes once a second. */
+static _Atomic uint64_t planned_wake;
+static _Atomic uint32_t wake_word;
+
+static void wake_watchdog_for(uint64_t deadline) {
+    const uint64_t planned = atomic_load_explicit(&planned_wake, memory_order_relaxed);
+    if (planned && deadline >= planned) return; /* 0: it is scanning, wake it again */
+    atomic_store(&planned_wake, deadline);
+    atomic_fetch_add(&wake_word, 1);
+    syscall(SYS_futex, (uint32_t *)&wake_word, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
 
 static void *watchdog_main(void *arg) {
     (void)arg;
     sigset_t all;
     sigfillset(&all);
     pthread_sigmask(SIG_BLOCK, &all, 0);
-    unsigned ticks = 0;
     for (;;) {
-        uint64_t now = now_ns(), next = now + 200000000u;
+        atomic_store(&planned_wake, 0);
+        const uint32_t seen = atomic_load(&wake_word);
+        uint64_t now = now_ns(), next = now + 1000000000u;
         const int hw = atomic_load(&high_water);
         for (int i = 0; i < hw; ++i) {
             slot *s = &slots[i];
@@ -305,10 +320,11 @@ static void *watchdog_main(void *arg) {
                              s->watch_timeout_ns, s->watch_source))
                 atomic_store(&s->deadline_ns, now + 10000000u); /* busy: try again soon */
         }
-        if (++ticks % 5 == 0) chain_sigint();
+        chain_sigint();
+        atomic_store(&planned_wake, next);
         uint64_t wait = next > now ? next - now : 1000000u;
         struct timespec ts = {(time_t)(wait / 1000000000u), (long)(wait % 1000000000u)};
-        nanosleep(&ts, 0);
+        syscall(SYS_futex, (uint32_t *)&wake_word, FUTEX_WAIT_PRIVATE, seen, &ts, NULL, 0);
     }
     return NULL;
 }
@@ -408,7 +424,9 @@ int ql_cpu_launch_watched(const ql_cpu_kernel *k, const unsigned dims[6], unsign
     me->watch_source = source ? source : env_source;
     atomic_store(&me->watch_error, &err);
     atomic_fetch_add(&me->watch_seq, 1);
-    atomic_store(&me->deadline_ns, now_ns() + timeout_ns);
+    const uint64_t deadline = now_ns() + timeout_ns;
+    atomic_store(&me->deadline_ns, deadline);
+    wake_watchdog_for(deadline);
     if (nblocks == 1 || threads <= ql_cpu_inline_threads) ql_run_guarded(k, params, &d, 0, nblocks);
     else ql_pool_run(k, params, &d, nblocks);
     atomic_store(&me->deadline_ns, 0);

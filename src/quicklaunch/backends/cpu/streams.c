@@ -259,6 +259,12 @@ QL_EXPORT int ql_cpu_device_synchronize(void) {
     return code;
 }
 
+/* Entries queued on streams and not finished (ql_async_pending without the
+ * timeout bit, interrupt.h): what a reader outside the runtime should use. */
+QL_EXPORT uint64_t ql_cpu_queued_work(void) {
+    return atomic_load(&ql_async_pending) & ~QL_WATCH_BIT;
+}
+
 /* A stream's own timeout in seconds (0: the device's); see interrupt.h. */
 QL_EXPORT int ql_cpu_stream_set_timeout(uint64_t h, double seconds) {
     if (!(seconds >= 0 && seconds < 1e9)) return ST_INVALID_VALUE;
