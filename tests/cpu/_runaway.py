@@ -11,6 +11,7 @@ import quicklaunch as ql
 # block when it starts, so the test knows the kernel is running.
 SOURCE = r"""
 #include <stdlib.h>
+#include <cooperative_groups.h>
 extern "C" __global__ void spin(int *flag) {
     if (threadIdx.x == 0) __atomic_store_n(&flag[1], 1, __ATOMIC_RELEASE);
     while (__atomic_load_n(&flag[0], __ATOMIC_ACQUIRE) == 0) {}
@@ -39,6 +40,19 @@ extern "C" __global__ void ends_fiber(int *o, int at) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i == at) exit(7);
     o[i] = tile[63 - threadIdx.x];
+}
+// Tier 2 (fibers): a barrier, then a spin.
+extern "C" __global__ void fiber_spin(int *flag) {
+    __shared__ int tile[64];
+    tile[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    while (__atomic_load_n(&flag[0], __ATOMIC_ACQUIRE) == tile[0] - 0) {}
+}
+// Cooperative: every block waits at grid.sync() for block 1, which spins.
+extern "C" __global__ void grid_spin(int *flag) {
+    cooperative_groups::grid_group g = cooperative_groups::this_grid();
+    if (blockIdx.x == 1) while (__atomic_load_n(&flag[0], __ATOMIC_ACQUIRE) == 0) {}
+    g.sync();
 }
 extern "C" __global__ void wild(float *o) { *(float *)((char *)o + (1L << 62)) = 1.0f; }
 """

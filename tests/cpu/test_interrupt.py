@@ -2,7 +2,8 @@
 at the launch, whether the kernel runs inline on the calling thread, over the
 pool or on a stream, and the process launches again; a timeout
 (QUICKLAUNCH_CPU_TIMEOUT, runtime.set_timeout, Stream(timeout=...)) is a
-LaunchError naming the kernel and the blocks still running. Each case runs in
+LaunchError naming the kernel and the blocks still running, in every tier,
+graph replays and cooperative launches included. Each case runs in
 a child process, so a failure cannot hang the suite."""
 import mmap
 import os
@@ -91,6 +92,12 @@ attempt("pooled", lambda: m.spin[64, 1024](flag))
 s = ql.Stream()
 m.spin[1, 1, 0, s](flag)
 attempt("stream", s.synchronize)
+attempt("fiber", lambda: m.fiber_spin[2, 64](flag))
+run = m.spin.configure(1, 1)
+with ql.graph() as g:
+    run(flag)
+attempt("graph", g.replay)
+attempt("grid", lambda: m.grid_spin.configure(3, 32, cooperative=True)(flag))
 runtime.set_timeout(0)
 s2 = ql.Stream(timeout=0.2)
 m.spin[3, 1, 0, s2](flag)
@@ -114,6 +121,9 @@ def test_timeouts_name_the_kernel_and_the_blocks_still_running():
     assert "kernel 'pair'" in lines["pair"] and "block (0, 0, 0)" in lines["pair"]
     assert "kernel 'spin'" in lines["pooled"] and "blocks still running" in lines["pooled"]
     assert "Stream.synchronize()" in lines["stream"] and env in lines["stream"]
+    assert "kernel 'fiber_spin'" in lines["fiber"] and "block (0, 0, 0)" in lines["fiber"]
+    assert "Graph.replay()" in lines["graph"] and env in lines["graph"]
+    assert "kernel 'grid_spin'" in lines["grid"] and "block (1, 0, 0)" in lines["grid"]
     assert "timed out after 0.200 s (the stream's timeout)" in lines["own"]
     assert "with 3 blocks still running" not in lines["own"]  # one thread: one at a time
     assert lines["alive"] == "alive 128 0.0"

@@ -27,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "interrupt.h"
 #include "pool.h"
 
 #define QL_COOP_MAX_BLOCKS 1024u
@@ -58,6 +59,10 @@ static int failed(const coop *s) {
 static int grid_sync(const ql_cpu_grid *g, uint32_t *waiting, uint32_t *exited) {
     coop *s = (coop *)g->state;
     int r;
+    /* Not stoppable in here (a stop signal must not jump out of a mutex or
+     * a condition wait: interrupt.h); a stopped grid wakes it, failed. */
+    ql_guard *const guard = ql_active_guard;
+    ql_active_guard = 0;
     pthread_mutex_lock(&s->m);
     if (!s->dead) {
         const uint64_t gen = s->generation;
@@ -81,6 +86,7 @@ static int grid_sync(const ql_cpu_grid *g, uint32_t *waiting, uint32_t *exited) 
     *waiting = s->dead ? s->dead_waiting : s->arrived;
     *exited = s->departed;
     pthread_mutex_unlock(&s->m);
+    ql_active_guard = guard;
     return r;
 }
 
@@ -202,6 +208,9 @@ QL_EXPORT int ql_cpu_launch_cooperative(void *f, unsigned gx, unsigned gy, unsig
         ql_cpu_set_last_error("no memory to start a cooperative launch");
         return QL_CPU_ERROR_OUT_OF_MEMORY;
     }
+    uint64_t timeout_ns;
+    const char *source = ql_timeout_now(&timeout_ns);
+    if (timeout_ns) ql_watch_begin(&err, timeout_ns, source); /* stops the block threads */
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, 1u << 20);  /* the scheduler's; fibers have their own */
@@ -229,6 +238,7 @@ QL_EXPORT int ql_cpu_launch_cooperative(void *f, unsigned gx, unsigned gy, unsig
     pthread_attr_destroy(&attr);
     for (uint64_t b = 0; b < nblocks; ++b)
         if (started[b]) pthread_join(threads[b], NULL);
+    if (timeout_ns) ql_watch_end();
     free(threads), free(members), free(started);
     pthread_cond_destroy(&s.c);
     pthread_mutex_destroy(&s.m);

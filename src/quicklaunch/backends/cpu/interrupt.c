@@ -406,6 +406,33 @@ QL_EXPORT double ql_cpu_set_timeout(double seconds) {
     return (double)atomic_load(&ql_timeout_ns) / 1e9;
 }
 
+const char *ql_timeout_now(uint64_t *timeout_ns) {
+    const uint64_t own = ql_thread_timeout_ns;
+    *timeout_ns = own ? own : atomic_load_explicit(&ql_timeout_ns, memory_order_relaxed);
+    return own ? "the stream's timeout" : NULL;
+}
+
+void ql_watch_begin(ql_cpu_error *e, uint64_t timeout_ns, const char *source) {
+    if (!ql_thread_ready) ql_fault_setup_thread();
+    slot *me = my_slot;
+    if (!me) return;
+    if (!watchdog_running) ensure_watchdog();
+    me->watch_timeout_ns = timeout_ns;
+    me->watch_source = source ? source : env_source;
+    atomic_store(&me->watch_error, e);
+    atomic_fetch_add(&me->watch_seq, 1);
+    const uint64_t deadline = now_ns() + timeout_ns;
+    atomic_store(&me->deadline_ns, deadline);
+    wake_watchdog_for(deadline);
+}
+
+void ql_watch_end(void) {
+    slot *me = my_slot;
+    if (!me || !atomic_load(&me->deadline_ns)) return;
+    atomic_store(&me->deadline_ns, 0);
+    atomic_fetch_add(&me->watch_seq, 1); /* a round still in flight no longer matches */
+}
+
 int ql_cpu_launch_watched(const ql_cpu_kernel *k, const unsigned dims[6], unsigned shared,
                           void **params, uint64_t timeout_ns, const char *source) {
     if (!ql_thread_ready) ql_fault_setup_thread();
@@ -413,23 +440,15 @@ int ql_cpu_launch_watched(const ql_cpu_kernel *k, const unsigned dims[6], unsign
     if (!me || !timeout_ns)
         return ql_cpu_launch_now(k, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5],
                                  shared, params);
-    if (!watchdog_running) ensure_watchdog();
     ql_cpu_error err;
     err.code = err.ready = 0;
     ql_cpu_dims d = {{dims[0], dims[1], dims[2]}, {dims[3], dims[4], dims[5]}, shared, 0, &err};
     uint64_t nblocks = (uint64_t)dims[0] * dims[1] * dims[2];
     uint64_t per_block = (uint64_t)dims[3] * dims[4] * dims[5], threads;
     if (__builtin_mul_overflow(nblocks, per_block, &threads)) threads = UINT64_MAX;
-    me->watch_timeout_ns = timeout_ns;
-    me->watch_source = source ? source : env_source;
-    atomic_store(&me->watch_error, &err);
-    atomic_fetch_add(&me->watch_seq, 1);
-    const uint64_t deadline = now_ns() + timeout_ns;
-    atomic_store(&me->deadline_ns, deadline);
-    wake_watchdog_for(deadline);
+    ql_watch_begin(&err, timeout_ns, source);
     if (nblocks == 1 || threads <= ql_cpu_inline_threads) ql_run_guarded(k, params, &d, 0, nblocks);
     else ql_pool_run(k, params, &d, nblocks);
-    atomic_store(&me->deadline_ns, 0);
-    atomic_fetch_add(&me->watch_seq, 1); /* a round still in flight no longer matches */
+    ql_watch_end();
     return err.code ? ql_cpu_failed_launch(&err) : QL_CPU_SUCCESS;
 }

@@ -47,6 +47,13 @@ void ql_on_stop(int sig, siginfo_t *si, void *uc);
 extern _Atomic uint64_t ql_timeout_ns __attribute__((visibility("hidden")));
 extern __thread uint64_t ql_thread_timeout_ns QL_TLS;
 
+/* The timeout in force on this thread (0: none), and where it comes from
+ * (NULL: the device's). A deadline for the launch whose error record is
+ * `e`, run by this thread (and the pool), until ql_watch_end. */
+const char *ql_timeout_now(uint64_t *timeout_ns);
+void ql_watch_begin(ql_cpu_error *e, uint64_t timeout_ns, const char *source);
+void ql_watch_end(void);
+
 /* A launch now with a deadline (see ql_cpu_launch_now); `source` names
  * where the timeout came from, for the message. */
 int ql_cpu_launch_watched(const ql_cpu_kernel *k, const unsigned dims[6], unsigned shared,

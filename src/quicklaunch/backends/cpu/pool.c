@@ -290,10 +290,9 @@ int ql_pool_run(const ql_cpu_kernel *k, void **params, const ql_cpu_dims *d,
 int ql_cpu_launch_sync(const ql_cpu_kernel *k, const unsigned dims[6], unsigned shared,
                        void **params) {
     /* A stream's own timeout, else the device's (interrupt.h). */
-    const uint64_t own = ql_thread_timeout_ns;
-    const uint64_t t = own ? own : atomic_load_explicit(&ql_timeout_ns, memory_order_relaxed);
-    if (t) return ql_cpu_launch_watched(k, dims, shared, params, t, own ? "the stream's timeout"
-                                                                        : NULL);
+    uint64_t t;
+    const char *source = ql_timeout_now(&t);
+    if (t) return ql_cpu_launch_watched(k, dims, shared, params, t, source);
     return ql_cpu_launch_now(k, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], shared,
                              params);
 }

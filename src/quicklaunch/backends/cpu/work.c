@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "interrupt.h"
 #include "work.h"
 
 /* ----------------------------------------------------------- shared state */
@@ -103,6 +104,9 @@ int run_graph(graph *g, char *message) {
     ql_cpu_error err;
     ql_guard guard;
     volatile int at = 0;
+    uint64_t timeout_ns;
+    const char *source = ql_timeout_now(&timeout_ns); /* each node timed (interrupt.h) */
+    if (timeout_ns && !ql_thread_ready) ql_fault_setup_thread();
     if (__builtin_setjmp(guard.jump) == 0) {
         for (; at < g->n; at = at + 1) {
             node *w = &g->nodes[at];
@@ -111,9 +115,11 @@ int run_graph(graph *g, char *message) {
                 w->run_dims.error = &err;
                 guard.kernel = w->k;
                 guard.dims = &w->run_dims;
+                if (timeout_ns) ql_watch_begin(&err, timeout_ns, source);
                 ql_active_guard = &guard;
                 w->k->run(w->ptrs, &w->run_dims, 0, w->nblocks);
                 ql_active_guard = 0;
+                if (timeout_ns) ql_watch_end();
                 if (__atomic_load_n(&err.code, __ATOMIC_ACQUIRE)) break;
                 continue;
             }
@@ -122,6 +128,7 @@ int run_graph(graph *g, char *message) {
         }
     }
     ql_active_guard = 0;
+    if (timeout_ns) ql_watch_end();
     if (at >= g->n) return ST_OK;
     while (!__atomic_load_n(&err.ready, __ATOMIC_ACQUIRE)) {}
     const node *w = &g->nodes[at];
