@@ -194,6 +194,9 @@ static void device_exit(ql_guard *g, const ql_cpu_device_exit *x, const ucontext
                                 "lives on"
                               : ": device code cannot end the process; the launch "
                                 "failed instead");
+        if (f.thread[0] == QL_CPU_UNKNOWN)
+            put(&o, " (an optimised build does not track threadIdx.x; compile with "
+                    "debug=True or QUICKLAUNCH_DEBUG=1 to name the thread)");
         *o.p = '\0';
         __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
     }
