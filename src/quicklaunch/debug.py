@@ -56,7 +56,8 @@ def make_validator(kernel, launcher):
     Everything that depends only on the kernel or the configuration is
     computed here, once per stub."""
     from .elements import element
-    aligns = [(i, p.name, pointee_alignment(p.ctype), element(p.ctype))
+    elems = getattr(kernel, "_elems", None) or tuple(element(p.ctype) for p in kernel.params)
+    aligns = [(i, p.name, pointee_alignment(p.ctype), elems[i])
               for i, p in enumerate(kernel.params) if p.kind.endswith("pointer")]
     ints = [i for i, p in enumerate(kernel.params) if p.kind.startswith(("int", "uint"))]
     # Where some integer parameters are named as lengths (n, size, count,
@@ -89,7 +90,7 @@ def make_validator(kernel, launcher):
             if elem is not None and isinstance(nbytes, (int, np.integer)):
                 # counted in the parameter's own elements (float4: 16 bytes)
                 width = elem[1] * elem[2]
-                size, unit = int(nbytes) // width, f" {_c_base(kernel.params[i].ctype)}"
+                size, unit = int(nbytes) // width, f" {_elem_name(elem)}"
                 if nbytes % width:
                     warnings.warn(
                         f"kernel '{kernel.name}', parameter {i + 1} '{name}': the array holds "
@@ -123,9 +124,12 @@ _LENGTH = re.compile(r"(?i)^(n|m|nx|ny|nz|len|length|size|count|num|numel|total|
                      r"n_?\w+|num_?\w+|\w+_(n|len|length|size|count|num|elems?))$")
 
 
-def _c_base(ctype: str) -> str:
-    """``float4`` for ``const float4 *__restrict__``."""
-    return " ".join(_QUALIFIERS.sub(" ", ctype.replace("*", " ")).split())
+def _elem_name(elem) -> str:
+    """``float4`` for a float4 element, ``float32`` for a float (see
+    quicklaunch.elements.element)."""
+    if elem[2] > 1:
+        return elem[3].split("(", 1)[1].split(" =", 1)[0]
+    return elem[4].rsplit(".", 1)[-1]
 
 
 def _foreign_address(a) -> int | None:

@@ -55,7 +55,9 @@ class Kernel(_launch.KernelCore):
             max_threads=lim.max_threads_per_block, max_shared=lim.max_shared_per_block,
             error_hook=error_hook, dlpack_device=dev.backend.dlpack_device,
             defaults=(defaults := _defaults(module, name, params)),
-            elems=elements(params, template_types(getattr(module, "source", None), name)))
+            elems=(elems := elements(params,
+                                     template_types(getattr(module, "source", None), name))))
+        self._elems = elems    # per parameter: the pointee's element, or None (any)
         self.defaults = defaults   # the trailing parameters' defaults (see quicklaunch.defaults)
         self.name = name
         self.lowered_name = lowered_name
@@ -288,6 +290,8 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
         k = cls(mod, ki.name, ki.lowered_name, params, bytes(p.kind for p in ki.params),
                 ki.handle, backend.launch_entry, backend.inline_threads, backend.error_hook)
         k._source_line = ki.source_line
+        k.attributes = dict(getattr(ki, "attributes", None) or {})
+        k.tier = k.attributes.get("tier")   # CPU: "loop" | "fission" | "fibers"
         _add_kernel(mod, ki.name, ki.lowered_name, k)
     return mod
 

@@ -180,3 +180,16 @@ def test_template_instantiations_check_their_element_type():
                                                  r"expects float32 elements \(C type float "
                                                  r"\*\), got an array of float64"):
         m.get_kernel("twice<float>")[1, 4](x, 4)
+
+
+def test_debug_sizes_of_template_instantiations():
+    m = ql.compile("template <typename T> __global__ void put(T *x, int n) {\n"
+                   "    int i = threadIdx.x; if (i < n) x[i] = T(); }",
+                   device="cpu", name_expressions=["put<float4>"], debug=True)
+    k = m.get_kernel("put<float4>")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ql.LaunchWarning)
+        k[1, 4](np.zeros(16, np.float32), 4)   # 4 float4
+        with pytest.raises(ql.LaunchWarning, match=r"the array has 3 elements \(float4\) but "
+                                                   r"the launch runs 4 threads"):
+            k[1, 4](np.zeros(12, np.float32), 4)
