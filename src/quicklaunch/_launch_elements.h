@@ -181,14 +181,26 @@ static int check_dlpack(KernelCore *k, uint32_t i, int code, int bits, int lanes
     return elem_refuse(k, i, g, buf);
 }
 
-/* A torch-style `dtype` attribute ("torch.float32"): read by name. */
+/* A torch-style `dtype` attribute ("torch.float32"): read by name; the
+ * last few dtype objects seen are remembered with their reading (torch's
+ * dtypes are singletons), so a loop of launches reads each name once. */
+#define QL_NAMED_CACHE 8
+static struct { PyObject *dtype; ql_got got; } named_cache[QL_NAMED_CACHE];
+static int named_cache_next;
+
 static int check_named_dtype(KernelCore *k, uint32_t i, PyObject *o) {
     if (!k->elems || !k->elems[i].kind) return 0;
     PyObject *dt = PyObject_GetAttrString(o, "dtype");
-    PyObject *s = dt ? PyObject_Str(dt) : NULL;
-    Py_XDECREF(dt);
+    if (!dt) { PyErr_Clear(); return 0; }
+    for (int j = 0; j < QL_NAMED_CACHE; ++j)
+        if (named_cache[j].dtype == dt) {
+            ql_got g = named_cache[j].got;
+            if (g.kind == '?' || elem_accepts(&k->elems[i], g)) { Py_DECREF(dt); return 0; }
+            break; /* refused: the message below reads the name again */
+        }
+    PyObject *s = PyObject_Str(dt);
     const char *name = s ? PyUnicode_AsUTF8(s) : NULL;
-    if (!name) { Py_XDECREF(s); PyErr_Clear(); return 0; }
+    if (!name) { Py_DECREF(dt); Py_XDECREF(s); PyErr_Clear(); return 0; }
     const char *dot = strrchr(name, '.');
     const char *n = dot ? dot + 1 : name;
     static const struct { const char *name; char kind; int size; } table[] = {
@@ -201,6 +213,15 @@ static int check_named_dtype(KernelCore *k, uint32_t i, PyObject *o) {
     ql_got g = {'?', 0, 0};
     for (size_t j = 0; j < sizeof table / sizeof table[0]; ++j)
         if (strcmp(n, table[j].name) == 0) { g.kind = table[j].kind; g.size = table[j].size; }
+    int known = 0;
+    for (int j = 0; j < QL_NAMED_CACHE; ++j) known |= named_cache[j].dtype == dt;
+    if (!known) { /* remember it (the entry keeps the dtype object alive) */
+        int j = named_cache_next++ % QL_NAMED_CACHE;
+        PyObject *old = named_cache[j].dtype;
+        named_cache[j].dtype = Py_NewRef(dt);
+        named_cache[j].got = g;
+        Py_XDECREF(old);
+    }
     int rc = 0;
     if (g.kind != '?' && !elem_accepts(&k->elems[i], g)) {
         char buf[80];
@@ -208,6 +229,7 @@ static int check_named_dtype(KernelCore *k, uint32_t i, PyObject *o) {
         rc = elem_refuse(k, i, g, buf);
     }
     Py_DECREF(s);
+    Py_DECREF(dt);
     return rc;
 }
 

@@ -274,3 +274,15 @@ def test_template_instantiations_type_their_pointers():
     got = elements(params, {"T": "double", "U": "uint8_t"})
     assert [e[:3] if e else None for e in got] == [("f", 8, 1), ("u", 1, 1), None]
     assert elements(params, {"T": "Vec<int, 2>"})[0] is None   # unknown: any
+
+
+def test_torch_dtypes_are_remembered_without_changing_the_verdict():
+    f32, f64 = torch_like("torch.float32"), torch_like("torch.float64")
+    k, d = gpu_kernel("float *"), gpu_kernel("double *")
+    for _ in range(3):   # the second and later reads come from the dtype cache
+        assert launches(k, f32) and launches(d, f64)
+        assert "torch.float64" in refusal(k, f64)
+        assert "torch.float32" in refusal(d, f32)
+    for n in range(20):  # more dtype objects than the cache holds
+        assert launches(gpu_kernel("void *"), torch_like(f"torch.float{n}"))
+    assert "torch.float64" in refusal(k, f64)
