@@ -142,3 +142,21 @@ double ql_bench_saxpy_ns(float a, const float *restrict x, float *restrict y, lo
     }
     return (now_ns() - t0) / (double)reps;
 }
+
+/* ns per launch of `iters` calls to a cuLaunchKernelEx-shaped entry, with a
+ * launch configuration (CUlaunchConfig) and parameter block built once: the
+ * C loop the null driver's benchmark subtracts from rows that launch through
+ * cuLaunchKernelEx (cuda.core). */
+typedef int (*launch_ex_fn)(const void *config, void *f, void **params, void **extra);
+
+double ql_bench_launch_ex_ns(void *entry, const void *config, void *func, void **params,
+                             long iters) {
+    if (iters <= 0) return -1.0;
+    launch_ex_fn launch = (launch_ex_fn)entry;
+    double t0 = now_ns();
+    for (long i = 0; i < iters; ++i) {
+        int status = launch(config, func, params, NULL);
+        if (status) return -(double)status;
+    }
+    return (now_ns() - t0) / (double)iters;
+}

@@ -37,6 +37,7 @@ _SIGNATURES = {
     "ql_bench_roundtrip_ns": (ctypes.c_double, [_vp, _vp, _vp, _pp, _ui, _ui, _ln]),
     "ql_bench_sync_ns": (ctypes.c_double, [_vp, _ln]),
     "ql_bench_saxpy_ns": (ctypes.c_double, [ctypes.c_float, _vp, _vp, _ln, _ln]),
+    "ql_bench_launch_ex_ns": (ctypes.c_double, [_vp, _vp, _vp, _pp, _ln]),
 }
 
 
