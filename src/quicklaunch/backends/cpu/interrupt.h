@@ -19,6 +19,7 @@
 #ifndef QL_CPU_INTERRUPT_H
 #define QL_CPU_INTERRUPT_H
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -58,5 +59,36 @@ void ql_watch_end(void);
  * where the timeout came from, for the message. */
 int ql_cpu_launch_watched(const ql_cpu_kernel *k, const unsigned dims[6], unsigned shared,
                           void **params, uint64_t timeout_ns, const char *source);
+
+/* ----------------------------------- shared by interrupt.c and watchdog.c */
+#define MAX_SLOTS 4096
+
+typedef struct slot {
+    _Atomic int live;
+    pthread_t thread;
+    ql_guard **guard;                 /* &ql_active_guard of that thread */
+    _Atomic uint32_t targeted, acked; /* the latest stop round sent to it, and answered */
+    ql_cpu_error *error;              /* answered: the launch it stopped (or NULL) */
+    uint32_t block[3];                /* answered: the block it was running */
+    /* A watched launch on this thread: its deadline (0: none) and record. */
+    _Atomic uint64_t deadline_ns, watch_seq;
+    ql_cpu_error *_Atomic watch_error;
+    uint64_t watch_timeout_ns;
+    const char *watch_source;
+} slot;
+
+extern slot ql_slots[MAX_SLOTS] __attribute__((visibility("hidden")));
+extern _Atomic int ql_slots_used __attribute__((visibility("hidden")));
+extern __thread slot *ql_my_slot QL_TLS;
+
+uint64_t ql_now_ns(void);
+/* Signals every thread inside a kernel (only those running `target`'s
+ * launch, if set, whose slot `owner` is still at `seq`). Async-signal-safe.
+ * Returns 0, sending nothing, when another round is in progress. */
+int ql_start_round(int reason, ql_cpu_error *target, slot *owner, uint64_t seq,
+                   uint64_t timeout_ns, const char *source);
+/* Puts the runtime's SIGINT handler in front of whatever handles SIGINT. */
+void ql_chain_sigint(void);
+void ql_ensure_watchdog(void);
 
 #endif
