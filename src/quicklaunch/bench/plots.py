@@ -5,6 +5,9 @@
                                  of the launch table, peers included
     cg_time_per_iteration.png    ms per CG iteration against grid size, log-log,
                                  one line per implementation
+    null_driver_overhead.png     the null-driver section: each launcher's ns per
+                                 launch above the C loop on the same driver entry,
+                                 log scale (rows that cannot run are named, no bar)
 
 ``write_plots(result, out_dir)`` returns {file name: "written" or
 "skipped: why"}; when matplotlib cannot be imported, {"skipped": why} and no
@@ -17,6 +20,7 @@ from pathlib import Path
 
 LAUNCH_PNG = "launch_overhead.png"
 CG_PNG = "cg_time_per_iteration.png"
+NULL_PNG = "null_driver_overhead.png"
 COLORS = {4: "#1f77b4", 16: "#ff7f0e"}
 
 
@@ -142,6 +146,53 @@ def plot_cg(result: dict, path: Path) -> str:
     return "written"
 
 
+def plot_null(result: dict, path: Path) -> str:
+    """The null-driver section (result["null_driver"]): overhead above the
+    driver entry (row minus the C loop on it), log scale."""
+    sec = result.get("null_driver") or {}
+    if sec.get("status") != "ok":
+        return f"skipped: the null-driver section has no result ({sec.get('reason', 'not run')})"
+    rows = {n: r for n, r in (sec.get("rows") or {}).items() if r.get("entry") or
+            r.get("status") == "unsupported" or r.get("source") not in ("reference",)}
+    names = list(rows)
+    values = {name: {p: _number((rows[name].get("minus_c") or {}).get(str(p))) for p in (4, 16)}
+              for name in names}
+    measured = [v for per in values.values() for v in per.values() if v is not None]
+    if not measured:
+        return "skipped: no null-driver row has a figure"
+    fig = _figure(10.5, 1.4 + 0.42 * len(names))
+    ax = fig.add_subplot(1, 1, 1)
+    h = 0.38
+    labelled = set()
+    lo = min(measured)
+    for i, name in enumerate(names):
+        for j, p in enumerate((4, 16)):
+            v = values[name][p]
+            if v is None:
+                continue
+            label = f"{p} params" if p not in labelled else None
+            labelled.add(p)
+            ax.barh(i + (j - 0.5) * h, v, height=h, color=COLORS[p], label=label)
+            ax.text(v * 1.08, i + (j - 0.5) * h, _fmt_ns(v), va="center", fontsize=7)
+        if all(values[name][p] is None for p in (4, 16)):
+            why = rows[name].get("status", "")
+            ax.text(max(lo, 1.0), i, f"  {why}: cannot run on a null driver"
+                    if why == "unsupported" else f"  {why}", va="center", fontsize=7,
+                    color="#777777")
+    ax.set_xscale("log")
+    ax.set_yticks(range(len(names)))
+    ax.set_yticklabels(names, fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("ns per launch above the driver entry (row minus the C loop on it), log scale")
+    ax.set_title(f"{sec.get('title', 'null driver')}: median of {sec.get('rounds')} rounds",
+                 fontsize=9)
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_xlim(max(lo / 2, 0.5), max(measured) * 4)
+    fig.tight_layout()
+    fig.savefig(str(path))
+    return "written"
+
+
 def write_plots(result: dict, out_dir) -> dict:
     out_dir = Path(out_dir)
     try:
@@ -151,7 +202,10 @@ def write_plots(result: dict, out_dir) -> dict:
         return {"skipped": f"matplotlib is not importable ({type(exc).__name__}: {exc}); "
                            f"plots skipped"}
     out = {}
-    for name, fn in ((LAUNCH_PNG, plot_launch), (CG_PNG, plot_cg)):
+    plots = [(LAUNCH_PNG, plot_launch), (CG_PNG, plot_cg)]
+    if result.get("null_driver"):
+        plots.append((NULL_PNG, plot_null))
+    for name, fn in plots:
         try:
             out[name] = fn(result, out_dir / name)
         except Exception as exc:  # noqa: BLE001 - the JSON is still written

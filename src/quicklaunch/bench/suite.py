@@ -9,6 +9,10 @@
    the CUDA benchmark's peers (cuda/sources.py: probed in children, then
    measured here, batched as in python -m quicklaunch.bench.cuda). A peer
    that is missing or fails is a row that says why.
+   Without a GPU, also the section "CUDA launch overhead above the driver
+   (null driver)" (cuda/null_overhead.py: every CUDA launcher against a null
+   libcuda, in a child process; ``null_driver=False`` or
+   QUICKLAUNCH_BENCH_NULL_DRIVER=0 leaves it out).
 2. Workload: quicklaunch.bench.cg.run (conjugate gradient on 2D Poisson, its
    implementations); when it is missing or raises, the section says why.
 3. results.json and the plots (plots.py) in ``out``; the table is
@@ -62,7 +66,8 @@ QL_ROWS = (
      "a METH_FASTCALL function taking the arguments and doing nothing"),
     ("python loop", "python loop", "reference", "the empty for-loop step every Python row pays"),
 )
-STAGES = {"launch": (0, 30), "peers": (30, 65), "cg": (65, 95), "write": (95, 100)}
+STAGES = {"launch": (0, 30), "peers": (30, 58), "null": (58, 65), "cg": (65, 95),
+          "write": (95, 100)}
 
 
 class _Stages:
@@ -194,13 +199,14 @@ def cg_section(device: str, quick: bool, stage, runner=None) -> dict:
 def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bool = False,
               progress=None, *, settings: dict | None = None, peers=None,
               peers_ref: str | None = None, peer_mode: str | None = None, cg_runner=None,
-              measure=None, plots: bool = True) -> dict:
+              measure=None, plots: bool = True, null_driver: bool | None = None) -> dict:
     """Runs every section, writes ``out``/results.json and the plots, and
     returns the result. ``settings`` overrides FULL/QUICK; ``peers`` (a list
     of harness.model.Source, with ``peers_ref`` naming it for child
     processes), ``peer_mode`` (measure_peers; default "isolated" on the CPU,
     "probed" on a GPU), ``cg_runner`` and ``measure`` replace the defaults
-    (tests).
+    (tests). ``null_driver``: run the null-driver section (default: when the
+    device is not a GPU and QUICKLAUNCH_BENCH_NULL_DRIVER is not "0").
     An unknown device raises DeviceError before anything runs."""
     import quicklaunch as ql
     from .plots import write_plots
@@ -254,6 +260,22 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
     launch["probes"] = {name: p for name, p in probes.items() if p}
     seconds["peers"] = round(time.monotonic() - t0, 1)
     result["launch"] = launch
+
+    # 2b. without a GPU: every CUDA launcher against the null driver
+    if null_driver is None:      # test doubles for the launch rows: not asked for either
+        null_driver = (not on_gpu and measure is None
+                       and os.environ.get("QUICKLAUNCH_BENCH_NULL_DRIVER", "1") != "0")
+    if null_driver:
+        from .cuda import null_overhead
+        stage("null", 0.0, "null CUDA driver")
+        t0 = time.monotonic()
+        try:
+            result["null_driver"] = null_overhead.section(quick=quick)
+        except Exception as exc:  # noqa: BLE001 - the section says why
+            result["null_driver"] = {"title": null_overhead.TITLE, "status": ERROR, "rows": {},
+                                     "reason": f"{type(exc).__name__}: {exc}"}
+        seconds["null driver"] = round(time.monotonic() - t0, 1)
+        stage("null", 1.0, "done")
 
     # 3. the workload
     t0 = time.monotonic()

@@ -129,4 +129,8 @@ def table(result: dict) -> str:
     secs = result.get("seconds") or {}
     if secs:
         head += ", " + ", ".join(f"{k} {v:.0f} s" for k, v in secs.items())
-    return "\n\n".join([head, launch_table(result), cg_table(result)])
+    parts = [head, launch_table(result)]
+    if result.get("null_driver"):
+        from .cuda.null_overhead import table as null_table
+        parts.append(null_table(result["null_driver"]))
+    return "\n\n".join(parts + [cg_table(result)])
