@@ -16,6 +16,10 @@
 #   5. freeze     pip freeze
 #   6. benchmark  python benchmarks/cuda_launch.py --out DIR (--quick when time is short;
 #                 rerun once with --isolated if the process crashed)
+#   6b. driver    the null-driver rows (python -m quicklaunch.bench.cuda.null_overhead) twice
+#                 on this machine: on the null driver (checked) and on the real driver
+#                 (--real), DIR/driver-overhead-{null,real}.json, so the two tables compare
+#                 row by row on one CPU (docs/why-latency.md)
 #   7. summary    DIR/summary.md, also printed last
 #
 # Files in DIR: gpu_check.log (everything), summary.md, results.json, results.md,
@@ -185,6 +189,7 @@ EOF
     [ "$M" -lt 12 ] && M=12
     # name | distributions that count as installed | pip spec | seconds at most
     PEERS=("cuda.core|cuda-core|cuda-core[cu$M]|90"
+        "cuda.bindings|cuda-bindings cuda-python|cuda-bindings|60"
         "CuPy|cupy cupy-cuda12x cupy-cuda13x|cupy-cuda${M}x|120"
         "Numba-CUDA|numba-cuda|numba-cuda[cu$M]|120"
         "Warp|warp-lang|warp-lang|120"
@@ -277,6 +282,17 @@ EOF
         124) note "benchmark: stopped after ${bt}s; results.json holds the rounds done so far" ;;
         *) note "benchmark: exit $BENCH_RC (quicklaunch's rows not all measured; see results.md)" ;;
         esac
+        if [ "$(left)" -gt 90 ]; then
+            section "launch overhead above the driver: null driver, then the real one"
+            run_t 60 "$VPY" -m quicklaunch.bench.cuda.null_overhead --quick \
+                --out "$OUT_DIR/driver-overhead-null.json" \
+                && note "driver overhead: null-driver rows (driver-overhead-null.json)" \
+                || note "driver overhead: null-driver run exit $?"
+            run_t 60 "$VPY" -m quicklaunch.bench.cuda.null_overhead --quick --real \
+                --out "$OUT_DIR/driver-overhead-real.json" \
+                && note "driver overhead: the same rows on the real driver (driver-overhead-real.json)" \
+                || note "driver overhead: real-driver run exit $?"
+        fi
         if [ "$(left)" -gt 75 ]; then
             section "graphs"
             run_t 60 "$VPY" benchmarks/graphs.py --device cuda --repeats 5 \

@@ -372,7 +372,8 @@ def _ptx() -> bytes:
     import quicklaunch as ql
 
     from ..harness.kernels import SOURCE as KSRC
-    return ql.cuda.compile(KSRC, arch="sm_90").ptx.encode() + b"\0"
+    # sm_75 PTX: the oldest target NVRTC 13 has, JIT-compiled by any newer GPU's driver
+    return ql.cuda.compile(KSRC, arch="sm_75").ptx.encode() + b"\0"
 
 
 def bindings_rows(drv: Driver) -> list:
@@ -521,11 +522,36 @@ def _why(exc: BaseException) -> tuple[str, str]:
     return ERROR, f"{type(exc).__name__}: {text}"
 
 
+def _batched(timer, sync, batch: int):
+    """A real GPU's version of ``timer``: launches in batches of ``batch``,
+    ``sync()`` (untimed) after each, so the queue never fills and device time
+    never enters the figure (as the CUDA benchmark's rows do)."""
+    def run(iters: int) -> float:
+        sync()
+        total, left = 0.0, iters
+        while left > 0:
+            n = min(batch, left)
+            total += timer(n) * n
+            sync()
+            left -= n
+        return total / iters
+    return run
+
+
+def real_sync():
+    """cuCtxSynchronize of the machine's driver (the rows share its primary context)."""
+    import quicklaunch as ql
+    return ql.device("cuda").synchronize
+
+
 def measure(drv: Driver | None, sources=SOURCES, *, rounds: int, sample_s: float,
-            max_iters: int, check: bool = True, progress=None) -> dict:
+            max_iters: int, check: bool = True, progress=None, sync=None,
+            batch: int = 256) -> dict:
     """Sets up every source's rows, checks each launch once (``check``; the
     real driver has no check switch), then times the rows in ``rounds``
-    interleaved rounds; returns the section's "rows" (see benchmarks/README.md)."""
+    interleaved rounds; returns the section's "rows" (see benchmarks/README.md).
+    ``sync``: on a real GPU, the synchronisation between batches of ``batch``
+    launches (untimed)."""
     rows: list[NullRow] = []
     for src in sources:
         try:
@@ -553,6 +579,10 @@ def measure(drv: Driver | None, sources=SOURCES, *, rounds: int, sample_s: float
                     break
         if r.cases:
             live.append(r)
+    if sync is not None:
+        for r in live:
+            for case in r.cases.values():
+                case.timer = _batched(case.timer, sync, batch)
     # calibrate: iterations per sample so a sample takes about sample_s
     for r in live:
         for n, case in list(r.cases.items()):
@@ -586,7 +616,11 @@ def measure(drv: Driver | None, sources=SOURCES, *, rounds: int, sample_s: float
         r["minus_c"] = {n: (round(r[n] - base[n], 1) if r.get(n) is not None and
                             base.get(n) is not None else None) for n in ("4", "16")}
     for name, (source, why) in UNSUPPORTED_ROWS.items():
-        out[name] = {"4": None, "16": None, "status": UNSUPPORTED, "reason": why,
+        if not check:                    # the real driver: these run in the CUDA benchmark
+            why = ("not in this table on a real driver: python -m quicklaunch.bench.cuda "
+                   "(benchmarks/cuda_launch.py) measures it")
+        out[name] = {"4": None, "16": None, "status": UNSUPPORTED if check else SKIPPED,
+                     "reason": why,
                      "source": source, "entry": None, "note": "", "iters": {},
                      "checked": False, "minus_c": {"4": None, "16": None}}
     return out
@@ -647,7 +681,8 @@ def child(args) -> int:
     sources = _load(args.sources) if args.sources else SOURCES
     drv = None if args.real else Driver(os.environ["QUICKLAUNCH_LIBCUDA"])
     rows = measure(drv, sources, rounds=args.rounds, sample_s=args.sample_s,
-                   max_iters=args.max_iters, check=not args.real)
+                   max_iters=args.max_iters, check=not args.real,
+                   sync=real_sync() if args.real else None)
     versions = {}
     from importlib import metadata
     for dist in ("quicklaunch", "cuda-bindings", "cuda-core", "numba-cuda", "numba", "numpy"):
@@ -717,7 +752,7 @@ def main(argv=None) -> int:
                "reason": "", "driver": "real",
                "rows": measure(None, SOURCES, rounds=mode["rounds"],
                                sample_s=mode["sample_s"], max_iters=mode["max_iters"],
-                               check=False)}
+                               check=False, sync=real_sync(), batch=256), "batch": 256}
     else:
         sec = section(settings=mode)
     print(table(sec))
