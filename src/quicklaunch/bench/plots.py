@@ -176,7 +176,7 @@ def plot_null(result: dict, path: Path) -> str:
             ax.text(v * 1.08, i + (j - 0.5) * h, _fmt_ns(v), va="center", fontsize=7)
         if all(values[name][p] is None for p in (4, 16)):
             why = rows[name].get("status", "")
-            ax.text(max(lo, 1.0), i, f"  {why}: cannot run on a null driver"
+            ax.text(max(lo, 1.0), i, f"  {why}: not run on a null driver (results.json: why)"
                     if why == "unsupported" else f"  {why}", va="center", fontsize=7,
                     color="#777777")
     ax.set_xscale("log")
@@ -188,6 +188,7 @@ def plot_null(result: dict, path: Path) -> str:
                  fontsize=9)
     ax.legend(fontsize=8, loc="lower right")
     ax.set_xlim(max(lo / 2, 0.5), max(measured) * 4)
+    ax.set_ylim(len(names) - 0.4, -0.8)
     fig.tight_layout()
     fig.savefig(str(path))
     return "written"
