@@ -130,6 +130,7 @@ class Library(ctypes.CDLL):
     the compiler; ``name`` is the /proc/<pid>/fd path it was loaded as."""
 
     def __init__(self, fd: int, shown: str):
+        fd = _fresh_name(fd)
         name = f"/proc/{os.getpid()}/fd/{fd}"
         super().__init__(name, mode=ctypes.RTLD_LOCAL | getattr(ctypes, "RTLD_NOW", 2))
         self.fd = fd
@@ -137,7 +138,7 @@ class Library(ctypes.CDLL):
         self.kernels: list = []
         self.meta: dict = {}
         self.path = shown
-        fin = weakref.finalize(self, _unload, self._handle, fd)
+        fin = weakref.finalize(self, _unload, self._handle, fd, name)
         fin.atexit = False    # at exit the process unmaps everything anyway
 
     def image(self) -> bytes:
@@ -151,14 +152,44 @@ class Library(ctypes.CDLL):
             pos += len(b)
 
 
-_pending: list[tuple[int, int]] = []   # (dlopen handle, fd) waiting for idle streams
+_pending: list[tuple[int, int, str]] = []   # (handle, fd, name) waiting for idle streams
 _pending_lock = threading.Lock()
 _unloads = 0                           # libraries dlclosed so far (for tests)
+# Descriptors of modules that dlclose left mapped (a module whose thread-local
+# objects have destructors, or with GNU-unique symbols, cannot be unloaded):
+# kept open, so their /proc/<pid>/fd/<n> names are never given to another
+# module (dlopen would hand back the old one by its name).
+_pinned: list[int] = []
+_libdl = ctypes.CDLL(None)
+_libdl.dlopen.restype = ctypes.c_void_p
+_libdl.dlopen.argtypes = [ctypes.c_char_p, ctypes.c_int]
+_libdl.dlclose.argtypes = [ctypes.c_void_p]
+_RTLD_NOLOAD = getattr(os, "RTLD_NOLOAD", 4)
 
 
-def _unload(handle: int, fd: int) -> None:
+def _loaded_as(name: str) -> bool:
+    """Whether a library of that name is mapped (dlopen RTLD_NOLOAD)."""
+    h = _libdl.dlopen(name.encode(), _RTLD_NOLOAD | getattr(os, "RTLD_LAZY", 1))
+    if h:
+        _libdl.dlclose(h)
+    return bool(h)
+
+
+def _fresh_name(fd: int) -> int:
+    """`fd`, or a duplicate of it, whose /proc path no mapped library has as
+    its name (a guard: reap() already pins the names it cannot free)."""
+    held = []
+    while _loaded_as(f"/proc/{os.getpid()}/fd/{fd}"):
+        held.append(fd)
+        fd = os.dup(fd)
+    for old in held:   # the names are taken: keep those numbers out of use
+        _pinned.append(old)
+    return fd
+
+
+def _unload(handle: int, fd: int, name: str) -> None:
     with _pending_lock:
-        _pending.append((handle, fd))
+        _pending.append((handle, fd, name))
     reap()
 
 
@@ -173,11 +204,14 @@ def reap() -> int:
     with _pending_lock:
         todo = _pending[:]
         del _pending[:]
-    for handle, fd in todo:
+    for handle, fd, name in todo:
         try:
             _ctypes.dlclose(handle)
         except OSError:
             pass
+        if _loaded_as(name):
+            _pinned.append(fd)   # still mapped: its name must stay taken
+            continue
         try:
             os.close(fd)
         except OSError:
@@ -186,66 +220,15 @@ def reap() -> int:
     return len(todo)
 
 
-_counter: list = []   # [c_uint64 of the runtime's queued-work count, or None]
-
-
 def _streams_busy() -> bool:
-    """Whether any CPU stream may have queued work: the runtime's count of
-    queued launches (read from its symbol table), or, where it cannot be
-    found, whether any stream was ever made."""
+    """Whether any CPU stream may have queued work (the runtime's count of
+    queued launches, ql_cpu_queued_work)."""
     from . import device
     backend = device._backend[0] if device._backend else None
     if backend is None or "_ops" not in backend.__dict__:
         return False   # no stream, graph or event was ever made: nothing is queued
-    if not _counter:
-        _counter.append(_find_counter())
-    c = _counter[0]
-    return True if c is None else c.value != 0
-
-
-def _find_counter():
-    """The runtime's ``ql_async_pending`` (hidden, so found in its .symtab),
-    read from the very file that is mapped (the path may have been replaced
-    since it was loaded: a rebuild), or None."""
-    try:
-        from . import runtime
-        lib = runtime.library()
-        entry = ctypes.cast(lib.ql_cpu_launch, ctypes.c_void_p).value
-        base = _load_base(entry)
-        image = _mapped_image(base) if base else None
-        for name, value, size in elf_symbols(image, 1) if image else ():
-            if name == "ql_async_pending" and size == 8:
-                return ctypes.c_uint64.from_address(base + value)
-    except Exception:  # noqa: BLE001 - stripped or moved: stay conservative
-        pass
-    return None
-
-
-def _mapped_image(base: int) -> bytes | None:
-    """The bytes of the file mapped at ``base``, if the file at its path is
-    still that file (same device and inode), else None."""
-    with open("/proc/self/maps") as f:
-        for line in f:
-            fields = line.split(maxsplit=5)
-            if len(fields) == 6 and int(fields[0].split("-")[0], 16) == base:
-                major, minor = (int(x, 16) for x in fields[3].split(":"))
-                ino, path = int(fields[4]), fields[5].rstrip("\n")
-                break
-        else:
-            return None
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        st = os.fstat(fd)
-        if st.st_ino != ino or os.major(st.st_dev) != major or os.minor(st.st_dev) != minor:
-            return None
-        out = []
-        while True:
-            b = os.read(fd, 1 << 20)
-            if not b:
-                return b"".join(out)
-            out.append(b)
-    finally:
-        os.close(fd)
+    from . import runtime
+    return runtime.library().ql_cpu_queued_work() != 0
 
 
 def load_fd(fd: int, shown: str, image: bytes | None = None) -> tuple[Library, list[LoadedKernel]]:

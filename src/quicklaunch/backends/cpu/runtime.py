@@ -51,6 +51,8 @@ def library() -> ctypes.CDLL:
     lib.ql_cpu_last_error.restype = ctypes.c_char_p
     lib.ql_cpu_cooperative_limit.restype = ctypes.c_uint64
     lib.ql_cpu_cooperative_limit.argtypes = [ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]
+    lib.ql_cpu_queued_work.restype = ctypes.c_uint64
+    lib.ql_cpu_queued_work.argtypes = []
     lib.ql_cpu_set_timeout.restype = ctypes.c_double
     lib.ql_cpu_set_timeout.argtypes = [ctypes.c_double]
     lib.ql_cpu_launch_cooperative.restype = ctypes.c_int
