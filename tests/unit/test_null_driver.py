@@ -115,7 +115,7 @@ def test_check_switch_captures_one_launch(cu):
     lib, fn, path = cu
     drv = no.Driver(path)
     block, _ = _params()
-    launch = lambda g=1: lib.cuLaunchKernel(fn, g, 1, 1, 1, 1, 1, 0, None, block, None)  # noqa
+    launch = lambda g=1: lib.cuLaunchKernel(fn, g, 1, 1, 1, 1, 1, 0, None, block, None)
     params = [(4, bytes(ctypes.c_float(2.0))), (8, (0x1234).to_bytes(8, "little"))]
     assert drv.check(no.Expect("kern", params), launch) == ""
     why = drv.check(no.Expect("kern", params), lambda: launch(2))
@@ -168,7 +168,7 @@ def missing_peer(drv):
     row = no.NullRow("missing peer", "nowhere", no.ENTRY, "")
     try:
         no._need("quicklaunch_no_such_peer", "no-such-peer")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the row or section says why
         row.cases = {4: exc, 16: exc}
     return [row]
 

@@ -275,7 +275,7 @@ def quicklaunch_rows(drv: Driver) -> list:
     from ..harness.baseline import CBaseline, c_params, library
     from ..harness.kernels import SOURCE as KSRC
     from ..harness.kernels import bench_kernels, host_args
-    from ..harness.timing import arglist, argenv
+    from ..harness.timing import argenv, arglist
     from ..launch import GRAPH_LAUNCHES
     dev = ql.device("cuda")
     mod = ql.compile(KSRC, device=dev)
@@ -326,7 +326,7 @@ def quicklaunch_rows(drv: Driver) -> list:
             rows["quicklaunch graph replay"].cases[n] = Case(
                 per_launch(_timer("g.replay()", {"g": g}), GRAPH_LAUNCHES), record_one,
                 Expect(f"empty{n}", exp.params, stream=None, entry="cuGraphAddKernelNode"))
-        except Exception as exc:  # noqa: BLE001 - the row says why
+        except Exception as exc:  # noqa: BLE001 - the row or section says why
             rows["quicklaunch graph replay"].cases[n] = exc
         block, holders = c_params(k, args)
 
@@ -337,7 +337,7 @@ def quicklaunch_rows(drv: Driver) -> list:
         cfg = LaunchConfig(1, 1, 1, 1, 1, 1, 0, None, None, 0)
         ex = drv.entry(ENTRY_EX)
 
-        def ex_time(it, block=block, holders=holders, k=k, cfg=cfg):
+        def ex_time(it, block=block, holders=holders, k=k, cfg=cfg, ex=ex):
             v = clib.ql_bench_launch_ex_ns(ex, ctypes.addressof(cfg), k.handle, block, it)
             if v < 0:
                 raise RuntimeError(f"cuLaunchKernelEx returned status {-v:.0f}")
@@ -397,7 +397,7 @@ def bindings_rows(drv: Driver) -> list:
         _ok(cu.cuCtxSetCurrent(ctx)[0], "cuCtxSetCurrent")
         err, mod = cu.cuModuleLoadData(_ptx())
         _ok(err, "cuModuleLoadData")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the row or section says why
         for r in rows:
             r.cases = {4: exc, 16: exc}
         return rows
@@ -473,7 +473,7 @@ def core_rows(drv: Driver) -> list:
                               (rows[1], f"launch(stream, LaunchConfig(grid=1, block=1), "
                                         f"kern, {arglist(n)})")):
                 row.cases[n] = Case(_timer(stmt, env), _once(stmt, env), exp)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the row or section says why
         for r in rows:
             r.cases = {4: exc, 16: exc}
     return rows
@@ -506,7 +506,7 @@ def numba_rows(drv: Driver) -> list:
             stmt = f"k[1, 1]({arglist(n)})"
             row.cases[n] = Case(_timer(stmt, env), _once(stmt, env),
                                 Expect(f"empty{n}", params, entry=ENTRY))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - the row or section says why
         row.cases = {4: exc, 16: exc}
     return [row]
 
@@ -556,7 +556,7 @@ def measure(drv: Driver | None, sources=SOURCES, *, rounds: int, sample_s: float
     for src in sources:
         try:
             rows += src(drv)
-        except Exception as exc:  # noqa: BLE001 - a source that cannot even list its rows
+        except Exception as exc:  # noqa: BLE001 - the row or section says why
             r = NullRow(getattr(src, "__name__", str(src)), "?", None, "")
             r.status, r.reason = _why(exc)
             rows.append(r)
@@ -571,7 +571,7 @@ def measure(drv: Driver | None, sources=SOURCES, *, rounds: int, sample_s: float
             if check and case.expect is not None:
                 try:
                     diff = drv.check(case.expect, case.once)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:  # noqa: BLE001 - the row or section says why
                     diff = f"the launch raised {type(exc).__name__}: {exc}"
                 if diff:
                     r.status, r.reason = ERROR, f"launch check failed ({n} params): {diff}"
@@ -591,7 +591,7 @@ def measure(drv: Driver | None, sources=SOURCES, *, rounds: int, sample_s: float
                 est = max(case.timer(200), 1.0)
                 r.iters[n] = int(min(max(sample_s * 1e9 / est, 50), max_iters))
                 r.samples[n] = []
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # noqa: BLE001 - the row or section says why
                 r.status, r.reason = _why(exc)
                 r.cases = {}
                 break
@@ -639,7 +639,7 @@ def section(quick: bool = False, timeout: float = 150.0, settings: dict | None =
     try:
         try:
             lib = build(tmp)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:  # noqa: BLE001 - the row or section says why
             return {**head, "status": ERROR, "reason": str(exc)[:2000], "rows": {}}
         out = Path(tmp) / "result.json"
         cmd = [python or sys.executable, "-X", "faulthandler", "-m",
