@@ -214,6 +214,29 @@ def test_section_schema_in_a_child_process(monkeypatch):
     assert "right launcher" in text and "launch check failed" in text
 
 
+def test_real_driver_mode_runs_unchecked_and_batched(lib_path, tmp_path):
+    """--real (what gpu_check.sh runs on a GPU), here against the null driver:
+    rows are timed without the check, unsupported rows point at the CUDA
+    benchmark."""
+    import subprocess
+    import sys
+    out = tmp_path / "real.json"
+    proc = subprocess.run([sys.executable, "-m", "quicklaunch.bench.cuda.null_overhead",
+                           "--child", "--real", "--out", str(out), "--rounds", "1",
+                           "--sample-s", "0.0005", "--max-iters", "100",
+                           "--sources", f"{HERE}:FAKE_SOURCES"],
+                          env=no.child_env(lib_path), capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    got = json.loads(out.read_text())
+    assert got["driver"] == "real"
+    rows = got["rows"]
+    assert rows["right launcher"]["status"] == "ok" and not rows["right launcher"]["checked"]
+    assert rows["wrong launcher"]["status"] == "ok"          # nothing to check it with
+    assert rows["CuPy RawKernel"]["status"] == "skipped"
+    assert "quicklaunch.bench.cuda" in rows["CuPy RawKernel"]["reason"]
+
+
 def test_child_environment_is_the_only_one_pointed_at_it(lib_path, monkeypatch):
     monkeypatch.setenv("LD_LIBRARY_PATH", "/somewhere")
     env = no.child_env(lib_path)

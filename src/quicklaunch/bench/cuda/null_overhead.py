@@ -335,7 +335,7 @@ def quicklaunch_rows(drv: Driver) -> list:
         rows[C_LOOP[ENTRY]].cases[n] = Case(
             c_time, lambda block=block, k=k: c.launch_once(k, block), exp)
         cfg = LaunchConfig(1, 1, 1, 1, 1, 1, 0, None, None, 0)
-        ex = drv.entry(ENTRY_EX)
+        ex = _entry_address(drv, dev, ENTRY_EX)
 
         def ex_time(it, block=block, holders=holders, k=k, cfg=cfg, ex=ex):
             v = clib.ql_bench_launch_ex_ns(ex, ctypes.addressof(cfg), k.handle, block, it)
@@ -348,6 +348,15 @@ def quicklaunch_rows(drv: Driver) -> list:
         rows["C-ext floor"].cases[n] = Case(_timer(f"floor({a})", env), None, None)
         rows["python loop"].cases[n] = Case(_timer("pass", env), None, None)
     return list(rows.values())
+
+
+def _entry_address(drv: Driver | None, dev, name: str) -> int:
+    """A driver entry's address: from the null driver, or (the real driver,
+    ``drv`` None) from the library quicklaunch's backend launches through."""
+    if drv is not None:
+        return drv.entry(name)
+    lib = ctypes.CDLL(str(dev.backend.entry_library))
+    return ctypes.cast(getattr(lib, name), ctypes.c_void_p).value
 
 
 class LaunchConfig(ctypes.Structure):
@@ -742,6 +751,7 @@ def main(argv=None) -> int:
     for key in ("rounds", "sample_s", "max_iters"):
         if getattr(args, key) is not None:
             mode[key] = getattr(args, key)
+    os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")   # grid 1 is the point
     if args.child:
         args.rounds, args.sample_s, args.max_iters = (mode["rounds"], mode["sample_s"],
                                                       mode["max_iters"])
