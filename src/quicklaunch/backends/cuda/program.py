@@ -109,7 +109,11 @@ def compile(source: str, arch: str = "sm_90", options=(), name_expressions=()) -
                             + "".join(f" {o}" for o in pre), headers)
     prog = _load_cached(key, source, arch, options, name_expressions, lib.version)
     if prog is None:
-        prog = _compile(lib, key, source, arch, options, name_expressions, headers, pre)
+        with compile_cache.miss_lock(_cache, "cuda", key):   # one compile per node
+            prog = _load_cached(key, source, arch, options, name_expressions, lib.version)
+            if prog is None:
+                prog = _compile(lib, key, source, arch, options, name_expressions, headers,
+                                pre)
     return prog
 
 

@@ -2,16 +2,18 @@
 over everything the result depends on, and its entry, a ``.json`` of
 metadata (with the kernels as rows, kernel_table.py) plus binary blobs
 (".cubin", ".co"). Each backend keeps its own namespace, format string and
-metadata."""
+metadata. A miss is compiled under ``miss_lock`` (cache_lock.py): one
+compile per node when many ranks compile the same source at once."""
 from __future__ import annotations
 
 import json
 import warnings
 
 from ... import cache as cache_mod
+from ...cache_lock import miss_lock
 from ...errors import CompileWarning
 
-__all__ = ["key", "store_entry", "load_entry"]
+__all__ = ["key", "store_entry", "load_entry", "miss_lock"]
 
 
 def key(fmt: str, source: str, options, name_expressions, arch: str, compiler: str,

@@ -142,7 +142,10 @@ def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) 
                             f"hiprtc {lib.version} {lib.path} comgr {lib.comgr_version}", headers)
     prog = _load_cached(key, source, arch, options, name_expressions)
     if prog is None:
-        prog = _compile(lib, key, source, arch, options, name_expressions, headers)
+        with compile_cache.miss_lock(_cache, "hip", key):   # one compile per node
+            prog = _load_cached(key, source, arch, options, name_expressions)
+            if prog is None:
+                prog = _compile(lib, key, source, arch, options, name_expressions, headers)
     return prog
 
 
