@@ -10,12 +10,16 @@ from .errors import LaunchError
 
 __all__ = ["active_capture", "set_active", "capture_check"]
 
-_local = threading.local()
+class _Local(threading.local):
+    graph = None       # a class default: reading it raises nothing (debug stubs read it per launch)
+
+
+_local = _Local()
 
 
 def active_capture():
     """The graph the calling thread is recording, if any."""
-    return getattr(_local, "graph", None)
+    return _local.graph
 
 
 def set_active(graph) -> None:

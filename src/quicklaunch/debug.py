@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 
 from ._launch import _array_address
+from .capture import active_capture
 from .errors import LaunchValueError
 
 __all__ = ["make_stub", "python_location", "source_start", "LaunchWarning"]
@@ -57,7 +58,10 @@ def make_validator(kernel, launcher):
     computed here, once per stub."""
     from .elements import element
     elems = getattr(kernel, "_elems", None) or tuple(element(p.ctype) for p in kernel.params)
-    aligns = [(i, p.name, pointee_alignment(p.ctype), elems[i])
+    # (index, name, alignment, element, its width in bytes, " <its name>")
+    aligns = [(i, p.name, pointee_alignment(p.ctype), elems[i],
+               elems[i][1] * elems[i][2] if elems[i] is not None else 0,
+               f" {_elem_name(elems[i])}" if elems[i] is not None else "")
               for i, p in enumerate(kernel.params) if p.kind.endswith("pointer")]
     ints = [i for i, p in enumerate(kernel.params) if p.kind.startswith(("int", "uint"))]
     # Where some integer parameters are named as lengths (n, size, count,
@@ -73,7 +77,7 @@ def make_validator(kernel, launcher):
     def validate(args):
         _check_capture(kernel, stream_handle)
         bounds = [args[i] for i in ints if i < len(args)]
-        for i, name, align, elem in aligns:
+        for i, name, align, elem, width, elem_unit in aligns:
             if i >= len(args):
                 continue
             a = args[i]
@@ -89,8 +93,7 @@ def make_validator(kernel, launcher):
             unit = ""
             if elem is not None and isinstance(nbytes, (int, np.integer)):
                 # counted in the parameter's own elements (float4: 16 bytes)
-                width = elem[1] * elem[2]
-                size, unit = int(nbytes) // width, f" {_elem_name(elem)}"
+                size, unit = int(nbytes) // width, elem_unit
                 if nbytes % width:
                     warnings.warn(
                         f"kernel '{kernel.name}', parameter {i + 1} '{name}': the array holds "
@@ -186,7 +189,6 @@ def _synchronous(stream):
         return lambda: None
 
     def after():
-        from .capture import active_capture
         if active_capture() is None:
             stream.synchronize()
     return after
@@ -195,7 +197,6 @@ def _synchronous(stream):
 def _check_capture(kernel, stream_handle: int) -> None:
     """A launch on another stream while this thread records a graph would
     run now, outside the graph: almost always a mistake."""
-    from .capture import active_capture
     g = active_capture()
     if g is not None and g.device is kernel.device and stream_handle != g._stream_handle:
         raise LaunchValueError(

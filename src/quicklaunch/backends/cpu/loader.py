@@ -222,11 +222,8 @@ def reap() -> int:
 
 def _streams_busy() -> bool:
     """Whether any CPU stream may have queued work (the runtime's count of
-    queued launches, ql_cpu_queued_work)."""
-    from . import device
-    backend = device._backend[0] if device._backend else None
-    if backend is None or "_ops" not in backend.__dict__:
-        return False   # no stream, graph or event was ever made: nothing is queued
+    queued launches, ql_cpu_queued_work; the runtime is loaded by then, as
+    any launch loads it)."""
     from . import runtime
     return runtime.library().ql_cpu_queued_work() != 0
 
