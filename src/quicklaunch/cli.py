@@ -32,6 +32,7 @@ def _info(args) -> int:
         except (ql.DeviceError, ql.CudaError) as exc:
             print(f"  {row.kind:<9} unavailable: {exc}")
     print(f"  default   {ql.default_device().name}")
+    _mpi_line()
     print("compilers:")
     for row in REGISTRY:
         for what, line in importlib.import_module(row.module).toolchain():
@@ -44,6 +45,25 @@ def _info(args) -> int:
     except ql.CacheError as exc:
         print(f"            unusable: {exc}")
     return 0
+
+
+def _mpi_line() -> None:
+    """Under mpiexec: this rank's node-local rank and what the default device
+    choice did with it (one line per rank; quicklaunch/mpi/local.py)."""
+    from .mpi import local
+    c = local.choice()
+    if not c:
+        return
+    size = c["local_size"] if c["local_size"] is not None else "?"
+    line = f"  mpi       local rank {c['local_rank']} of {size} (from {c['source']})"
+    if "cpus" in c:
+        cpus = c["cpus"]
+        run = len(cpus) > 1 and cpus == list(range(cpus[0], cpus[-1] + 1))
+        span = f"{cpus[0]}-{cpus[-1]}" if run else ",".join(map(str, cpus))
+        line += f": CPUs {span} ({len(cpus)} pool threads; {c['why']})"
+    elif "devices" in c:
+        line += f": {c['devices']} GPUs visible"
+    print(line)
 
 
 def _bench(args) -> int:

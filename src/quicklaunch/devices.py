@@ -136,6 +136,22 @@ def _usable_default() -> str:
 
 
 def default_device() -> Device:
-    """``$QUICKLAUNCH_DEVICE`` if set, else the first usable GPU, else the CPU."""
-    spec = os.environ.get("QUICKLAUNCH_DEVICE") or _usable_default()
+    """``$QUICKLAUNCH_DEVICE`` if set, else the first usable GPU, else the CPU;
+    under MPI, the node-local rank's GPU or share of the cores (_rank_spec)."""
+    spec = os.environ.get("QUICKLAUNCH_DEVICE") or _rank_spec()
     return device(spec)
+
+
+_rank_probe: list[str] = []
+
+
+def _rank_spec() -> str:
+    """The default device's spec for this process, chosen once: under MPI
+    ``kind:{local_rank % devices}``, or the CPU pinned to the local rank's
+    share of the cores (mpi/local.py; no mpi4py import)."""
+    if not _rank_probe:
+        from .mpi import local
+        kind = _usable_default()
+        _, row = entry(kind)
+        _rank_probe.append(local.choose(kind, row.single, importlib.import_module(row.module)))
+    return _rank_probe[0]

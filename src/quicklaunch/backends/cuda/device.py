@@ -225,6 +225,17 @@ def usable() -> bool:
     return drv.available()
 
 
+def count() -> int:
+    """How many CUDA devices this process sees (0 without a driver): the
+    default device's choice per MPI rank (mpi/local.py)."""
+    try:
+        d = drv.driver()
+    except drv.CudaError:
+        return 0
+    n = c_int()
+    return n.value if d.cuDeviceGetCount(byref(n)) == 0 else 0
+
+
 def open(ordinal: int) -> CudaDevice:   # noqa: A001 - the registry's name
     """ql.device("cuda:N"): raises DeviceError when there is no such GPU."""
     try:
