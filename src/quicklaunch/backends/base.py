@@ -57,6 +57,7 @@ class KernelImage:
     params: tuple[ParamImage, ...]
     handle: int                    # what the launch entry takes as its function
     source_line: int = 1           # the __global__ declaration's line in the source
+    attributes: dict = field(default_factory=dict)   # e.g. the CPU's {"tier", "tier_reason"}
 
 
 @dataclass

@@ -22,9 +22,9 @@ from ...errors import CacheError, CompileError, CompileWarning
 from ...host_code import device_part
 from ...signature import (KernelDecl, SignatureError, kernel_expressions, parse_kernels,
                           strip_comments)
-from . import loader, scan, tiers, toolchain
+from . import fission, loader, scan, tiers, toolchain
 
-FORMAT = "cpu-module-13"
+FORMAT = "cpu-module-14"
 
 STACKLEVEL = 5        # device_part -> build -> device.compile -> module.compile -> user
 DEFAULT_ARCH = 900     # __CUDA_ARCH__ when no -arch option is given
@@ -153,18 +153,38 @@ def rewrite_explicit_instantiations(source: str) -> str:
     return "".join(out)
 
 
+def user_body(source: str, filename: str, first_line: int = 1) -> str:
+    """The user's source as the translation unit holds it."""
+    return rewrite_extern_shared(rewrite_explicit_instantiations(source), filename, first_line)
+
+
 def translation_unit(source: str, exprs: list[str], filename: str, first_line: int = 1,
-                     kernel_tiers: dict[str, int] | None = None) -> str:
+                     kernel_tiers: dict[str, int] | None = None,
+                     fission_code: str = "", fission_rows: dict[str, str] | None = None) -> str:
     """The C++ the host compiler sees: shim, the user's source with line
     numbers of its own, then one table row per kernel expression (with the
-    tier it runs in; 1 when not given)."""
+    tier it runs in; 1 when not given). Kernels in `fission_rows` run their
+    generated per-block function (fission.py; `fission_code`, after the
+    user's source, with #line directives back to the user's lines)."""
     kernel_tiers = kernel_tiers or {}
-    rows = "".join(f'QL_KERNEL("{e}", {kernel_tiers.get(e, 1)}, &{e})\n' for e in exprs)
-    body = rewrite_extern_shared(rewrite_explicit_instantiations(source), filename, first_line)
+    fission_rows = fission_rows or {}
+    entries, rows = [], []
+    for i, e in enumerate(exprs):
+        g = fission_rows.get(e)
+        if g is None:
+            rows.append(f'QL_KERNEL("{e}", {min(kernel_tiers.get(e, 1), 2)}, &{e})\n')
+        else:
+            entries.append(f"typedef ::ql_export::fission<decltype(&{g}), &{g}> "
+                           f"__ql_fission_entry_{i};\n")
+            rows.append(f'QL_KERNEL_FISSION("{e}", __ql_fission_entry_{i}, &{e})\n')
+    body = user_body(source, filename, first_line)
+    generated = (f"{fission_code}\n#line 1 \"<quicklaunch kernel table>\"\n"
+                 if fission_code else "")
     return (f'#include "cuda_shim.h"\n#line {first_line} "{filename}"\n'
             f'{body}\n'
             f'#line 1 "<quicklaunch kernel table>"\n#include "ql_cpu_export.h"\n'
-            f"QL_MODULE_BEGIN\n{rows}QL_MODULE_END({len(exprs)})\n")
+            f"{generated}{''.join(entries)}"
+            f"QL_MODULE_BEGIN\n{''.join(rows)}QL_MODULE_END({len(exprs)})\n")
 
 
 def _params_of(decls: list[KernelDecl], spelled: dict[str, KernelDecl],
@@ -211,7 +231,8 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
     key = cache_mod.cache_key(FORMAT, source, "\0".join(name_expressions), filename,
                               str(first_line),
                               "\0".join(command), compiler.identity,
-                              toolchain.headers_digest_material())
+                              toolchain.headers_digest_material(),
+                              fission.identity() if not debug else "debug")
     with _lock:
         library = _loaded.get(key)
         built = Built.of(library) if library is not None else _load_cached(key)
@@ -315,12 +336,27 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
             "tiers": {}}
     if fibers:
         meta["tiers"] = tiers.kernel_tiers(text, exprs)
-    tu = translation_unit(source, exprs, filename, first_line, meta["tiers"])
+    plan = _fission_plan(source, exprs, meta, filename, first_line, cc, debug)
+    tu = translation_unit(source, exprs, filename, first_line, meta["tiers"], plan.code,
+                          plan.rows)
     defines = ("-DQL_TIER2=1",) if fibers else ()
     if re.search(r"\b(assert|__assert_fail|ql_assert_fail|__trap)\b", strip_comments(text)):
         defines += ("-DQL_ABORTS=1",)  # tier 1 then sets up a way to stop a thread
-    data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
-                    shown=options)
+    try:
+        data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
+                        shown=options)
+    except CompileError as exc:
+        if not plan.rows:
+            raise
+        # The generated code did not compile (a gap in the pass): the same
+        # module with every barrier kernel on fibers; its errors are the user's.
+        tu = translation_unit(source, exprs, filename, first_line, meta["tiers"])
+        data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
+                        shown=options)
+        first = next((ln for ln in str(exc).splitlines() if "error" in ln), "")
+        for e in plan.rows:
+            meta["tier"][e] = ["fibers", f"the fission code did not compile: {first.strip()}"]
+            meta["tiers"][e] = 2
     stored = _store(key, data, meta)
     if stored is None:   # uncached: load the bytes from memory
         stored = loader.memfd_of(data, f"quicklaunch-{key[:16]}.so"), f"<memfd {key[:16]}.so>"
@@ -331,6 +367,41 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
         raise CompileError(f"the compiled module could not be loaded: {exc}",
                            source=source, options=options) from None
     return Built(library, kernels, meta, shown)
+
+
+_LOOP_REASON = "no barrier, warp function or cooperative group reached: a loop over the " \
+               "block's threads"
+
+
+def _fission_plan(source, exprs, meta, filename, first_line, cc, debug):
+    """Runs the fission pass over the module's tier-2 kernels; records each
+    kernel's tier and reason in meta["tier"] ({expr: [name, reason]})."""
+    tiers_ = meta["tiers"]
+    meta["tier"] = {e: ["loop", _LOOP_REASON] for e in exprs if tiers_.get(e, 1) == 1}
+    wanted = [e for e in exprs if tiers_.get(e) == 2]
+    plan = fission.Result()
+    if not wanted:
+        return plan
+    if debug:
+        why = ("debug build: every CUDA thread keeps its own stack and frame for gdb "
+               "(fission would interleave the threads of a block)")
+    elif not fission.enabled():
+        why = f"{fission.ENV}=0"
+    else:
+        why = None
+        try:
+            plan = fission.plan(user_body(source, filename, first_line), exprs, tiers_,
+                                filename, first_line, cc, toolchain.find_compiler().path,
+                                _cache)
+        except Exception as exc:   # the pass must never break a build
+            plan = fission.Result()
+            why = f"the fission pass failed: {type(exc).__name__}: {exc}"
+    for e in wanted:
+        name, reason = plan.tiers.get(e, ("fibers", why or "not analysed"))
+        meta["tier"][e] = [name, reason]
+        if name == "fission":
+            tiers_[e] = 3
+    return plan
 
 
 def _compile(tu: str, options, debug, source, origin, filename, key, defines=(),

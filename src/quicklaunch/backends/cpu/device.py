@@ -50,8 +50,11 @@ class CpuBackend:
                     f"{origin}", source=source, options=options)
             params = tuple(ParamImage(name, ctype, size, align, kind)
                            for (name, ctype), (size, align, kind) in zip(names, lk.params))
+            tier = built.meta.get("tier", {}).get(lk.expr) or \
+                (["loop", ""] if lk.tier == 1 else ["fibers", ""])
             kernels.append(KernelImage(lk.expr, lk.symbol or lk.expr, params, lk.handle,
-                                       lines.get(lk.expr, 1)))
+                                       lines.get(lk.expr, 1),
+                                       {"tier": tier[0], "tier_reason": tier[1]}))
         return ModuleImage(tuple(kernels), built.library, frozenset(built.meta["templates"]),
                            path=built.path, options=options)
 

@@ -252,6 +252,75 @@ struct entry<void (*)(A...), F> {
 #endif
 };
 
+#ifdef QL_TIER2
+// Region fission (backends/cpu/fission.py): G is the kernel's generated
+// per-block version, which loops over the block's threads itself between
+// barriers. Called once per block; asserts stop it as in tier 1.
+template <class T> struct unconst { typedef T type; };
+template <class T> struct unconst<const T> { typedef T type; };
+template <class T> struct unconst<volatile T> { typedef T type; };
+template <class T> struct unconst<const volatile T> { typedef T type; };
+
+// Per-thread storage of a fission kernel's replicated locals: one 64-byte
+// aligned array of blockDim threads per local, from this worker's scratch.
+template <class T> static inline size_t scratch_bytes(unsigned n) {
+    return ((size_t)n * sizeof(T) + 63) & ~(size_t)63;
+}
+template <class T> static inline T *scratch_take(char *&p, unsigned n) {
+    T *r = reinterpret_cast<T *>(p);
+    p += scratch_bytes<T>(n);
+    return r;
+}
+// No thread_local destructor frees it: a pending one keeps glibc from
+// unloading the module (and the pool's workers live as long as the process);
+// a thread that exits (a stream's) leaves its scratch behind.
+static inline char *fission_scratch(size_t bytes) {
+    static thread_local char *mem;
+    static thread_local size_t size;
+    if (bytes > size) {
+        free(mem);
+        size_t want = bytes < 65536 ? 65536 : bytes;
+        mem = (char *)aligned_alloc(64, (want + 63) & ~(size_t)63);
+        if (!mem) {
+            size = 0;
+            ql_report(QL_CPU_ERROR_OUT_OF_MEMORY, "no memory for %zu bytes of per-thread "
+                      "storage in block (%u, %u, %u)", bytes, blockIdx.x, blockIdx.y,
+                      blockIdx.z);
+            ql_abort_thread();
+        }
+        size = want;
+    }
+    return mem;
+}
+
+template <class Gn, Gn G> struct fission;
+template <class... A, void (*G)(A...)>
+struct fission<void (*)(A...), G> {
+    static void loop(const ql_cpu_dims *d, uint64_t first, uint64_t last, A... a) {
+        const unsigned gx = d->grid[0], gy = d->grid[1];
+        set_launch(d);
+        set_block(first, gx, gy);
+        for (uint64_t b = first; b < last; ++b, next_block(gx, gy)) {
+            if (failed(d)) return;
+            G(a...);
+        }
+    }
+    template <unsigned... I>
+    static __attribute__((noinline)) void unpack(seq<I...>, void **p, const ql_cpu_dims *d,
+                                                 uint64_t first, uint64_t last) {
+        loop(d, first, last, *static_cast<typename strip_ref<A>::type *>(p[I])...);
+    }
+    static void run(void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
+        ql_launch_dims = d;
+        ql_tier2_abort = 0;   // a fiber kernel of this module ran here before
+        jmp_buf abort_to;
+        ql_tier1_abort = &abort_to;
+        if (setjmp(abort_to) == 0) unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
+        ql_tier1_abort = 0;
+    }
+};
+#endif
+
 // A noexcept kernel: the same entry, through the plain function pointer type.
 template <class... A, void (*F)(A...) noexcept>
 struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
@@ -269,6 +338,12 @@ struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
 #define QL_KERNEL(name_text, tier, ...)                                        \
     {name_text, reinterpret_cast<void *>(__VA_ARGS__), QL_ENTRY(__VA_ARGS__)::QL_RUN_##tier, \
      (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, tier##u, QL_ENTRY(__VA_ARGS__)::params, \
+     ::ql_export::fault},
+// A fission row (tier 3 in the table): the kernel's reflection, the
+// generated per-block function's entry (a ql_export::fission type).
+#define QL_KERNEL_FISSION(name_text, fission_entry, ...)                       \
+    {name_text, reinterpret_cast<void *>(__VA_ARGS__), fission_entry::run,       \
+     (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, 3u, QL_ENTRY(__VA_ARGS__)::params, \
      ::ql_export::fault},
 // The table around the rows, closed by a sentinel row, and the module's one
 // export, __ql_module (see ql_cpu_abi.h).
