@@ -18,7 +18,7 @@ setup(
             sources=["src/quicklaunch/_launch.c"],
             depends=["src/quicklaunch/_launch_core.h", "src/quicklaunch/_launch_buffer.h",
                      "src/quicklaunch/_launch_interop.h",
-                     "src/quicklaunch/_launch_pointers.h",
+                     "src/quicklaunch/_launch_pointers.h", "src/quicklaunch/_launch_elements.h",
                      "src/quicklaunch/_launch_launcher.h", "src/quicklaunch/_launch_types.h",
                      "src/quicklaunch/_convert.h", "src/quicklaunch/kinds.h"],
             include_dirs=[numpy.get_include(), "src/quicklaunch"],

@@ -6,7 +6,8 @@
  *
  * The rule (docs/arguments.md): accepted are the same kind and size; the
  * other signedness of the same size; for a vector type (float4), arrays of
- * its base type (float32); for __half and bfloat16, their bits as uint16;
+ * its base type (float32); for __half and bfloat16, their bits as uint16
+ * (and __half2 / __nv_bfloat162 as uint32, the bits of a pair);
  * for 1-byte ints, bool; complex for 2-lane float vectors (float2,
  * cuComplex); a structured dtype of the element's exact size; untyped bytes
  * (NumPy void "V", the buffer protocol's "B", ql.reinterpret(x)). Refused:
@@ -42,6 +43,9 @@ static int elem_accepts(const ql_elem *e, ql_got g) {
         if (e->size == 1 && (e->kind == 'i' || e->kind == 'u') && g.kind == 'b') return 1;
     }
     if (g.kind == 'c' && e->kind == 'f' && e->lanes == 2 && g.size == whole) return 1;
+    /* __half2 / __nv_bfloat162 as their bits: one uint32 per pair */
+    if (e->size == 2 && (e->kind == 'f' || e->kind == 'B') && g.kind == 'u' && g.size == whole)
+        return 1;
     return 0;
 }
 

@@ -59,6 +59,7 @@ ACCEPT = [
     ("float4 *", np.float32), ("int4 *", np.int32), ("float2 *", np.complex64),
     ("cuDoubleComplex *", np.complex128), ("__half *", np.float16), ("__half *", np.uint16),
     ("__nv_bfloat16 *", ml_dtypes.bfloat16), ("__nv_bfloat16 *", np.uint16),
+    ("__half2 *", np.uint32), ("__nv_bfloat162 *", np.uint32), ("__half2 *", np.float16),
     ("uint8_t *", np.uint8), ("uint8_t *", np.bool_), ("bool *", np.bool_),
     ("float *", np.dtype("V4")), ("float4 *", np.dtype("4f4,")),
     ("float4 *", np.dtype([("x", "f4"), ("y", "f4"), ("z", "f4"), ("w", "f4")])),
@@ -69,6 +70,7 @@ REFUSE = [
     ("int *", np.int64), ("int *", np.int8), ("int *", np.float32), ("int64_t *", np.int32),
     ("float4 *", np.float64), ("float4 *", np.int32), ("__nv_bfloat16 *", np.float16),
     ("__half *", ml_dtypes.bfloat16), ("__half *", np.int16), ("bool *", np.uint8),
+    ("__half2 *", np.uint64), ("__half2 *", np.float32), ("__half *", np.uint32),
     ("float *", np.complex64), ("float *", ml_dtypes.float8_e4m3fn),
     ("float *", np.dtype([("a", "f4"), ("b", "f4")])), ("float *", np.dtype("<U1")),
     ("float *", np.dtype("S4"))]
