@@ -7,6 +7,7 @@ configuration and copies out every parameter's bytes (recording_backend.py).
 import ctypes
 import gc
 import math
+import os
 import pickle
 import struct
 import subprocess
@@ -673,7 +674,10 @@ def test_param_names_must_be_strings():
             "except TypeError as e:\n    print('TypeError')\n"
             "except ValueError as e:\n    print('ValueError', e)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={"PYTHONPATH": ":".join(sys.path)}, timeout=120)
+                       env={"PYTHONPATH": ":".join(sys.path),  # and .ci/sanitizers' runtime
+                            **{k: v for k, v in os.environ.items()
+                               if k in ("LD_PRELOAD", "ASAN_OPTIONS", "UBSAN_OPTIONS")}},
+                       timeout=120)
     assert r.returncode == 0 and r.stdout.strip() == "TypeError", (r.stdout, r.stderr)
 
 
