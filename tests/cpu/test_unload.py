@@ -185,7 +185,8 @@ def test_thousands_of_distinct_modules_stay_flat(cpu, tmp_path, monkeypatch):
     assert after[2] - before[2] < 8 * 1024
 
 
-FIBER_SOURCE = r"""
+# str.format()ed per module (so not one of the corpus's *SOURCE strings)
+FIBER_TEMPLATE = r"""
 __global__ void fiber_sum_{i}(const int *x, int *out) {{
     __shared__ int s[64];
     s[threadIdx.x] = x[threadIdx.x];
@@ -203,7 +204,7 @@ def test_a_module_dlclose_cannot_unmap_never_lends_its_name(cpu, monkeypatch):
     x = np.arange(64, dtype=np.int32)
     out = np.zeros(1, np.int32)
     for i in range(6):
-        mod = ql.compile(FIBER_SOURCE.format(i=i), device=cpu)
+        mod = ql.compile(FIBER_TEMPLATE.format(i=i), device=cpu)
         mod[f"fiber_sum_{i}"][1, 64](x, out)
         assert out[0] == x.sum() + i
         del mod
