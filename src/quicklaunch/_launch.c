@@ -229,6 +229,8 @@ static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, v
                     *(void **)slot = PyArray_DATA((PyArrayObject *)o);
                     continue;
                 }
+            } else if (Py_TYPE(o) == torch_abi.tensor && pointer_from_torch(k, i, o, (void **)slot) == 0) {
+                continue; /* a torch.Tensor: its accessors, no Python call */
             }
         } else if (code == QL_KIND_F32) {
             if (PyFloat_CheckExact(o)) {
@@ -538,6 +540,8 @@ static PyMethodDef module_methods[] = {
     {"_array_address", array_address, METH_O, "The data address of a NumPy array."},
     {"_dlpack_capsule", dlpack_capsule, METH_VARARGS,
      "A 'dltensor' capsule: (ptr, shape, code, bits, device_type, device_id, owner)."},
+    {"_register_torch", register_torch, METH_VARARGS,
+     "Registers torch's C tensor accessors (quicklaunch.frameworks._torch_abi)."},
     {"_set_capture_hook", set_capture_hook, METH_O,
      "Installs the graph recorder (None removes it); returns the previous one."},
     {"_set_trace_hook", set_trace_hook, METH_O,

@@ -17,6 +17,7 @@
 
 #include "_launch_core.h"
 #include "_launch_elements.h"
+#include "_launch_torch.h"
 
 /* ---------------------------------------------------------------- DLPack */
 typedef struct { int32_t device_type, device_id; } QLDLDevice;
@@ -46,6 +47,19 @@ static int compact(int32_t ndim, const int64_t *shape, const int64_t *strides) {
         expect *= shape[d];
     }
     return 1;
+}
+
+static const char *dl_device_name(int32_t t) {
+    switch (t) {
+    case QL_DL_CPU: return "cpu";
+    case QL_DL_CUDA: return "cuda";
+    case 3: return "cuda_host";
+    case 8: return "metal";
+    case QL_DL_ROCM: return "rocm";
+    case QL_DL_CUDA_MANAGED: return "cuda_managed";
+    case 14: return "oneapi";
+    default: return "device";
+    }
 }
 
 /* Exported tensors: the deleter may run on any thread, without the GIL. */
@@ -117,6 +131,7 @@ static int protocol_of(PyObject *o) {
     else if (PyObject_HasAttrString(o, "__dlpack__"))
         via = VIA_DLPACK;
     PyErr_Clear();
+    if (via == VIA_DATA_PTR && !torch_abi_tried) torch_abi_try();
     if (via != VIA_NONE) { /* remember it (the type is kept alive by the entry) */
         int j = type_cache_next++ % QL_TYPE_CACHE;
         PyTypeObject *old = type_cache[j].type;
@@ -136,23 +151,37 @@ static int call_bool(PyObject *o, const char *attr, int call) {
 }
 
 static int via_data_ptr(KernelCore *k, uint32_t i, PyObject *o, void **out) {
-    int cuda = call_bool(o, "is_cuda", 0);
-    if (cuda == 0)
-        return arg_error(k, i, LaunchTypeError, "the %.100s is not on a CUDA device; move it "
-                         "there first (e.g. .cuda())", Py_TYPE(o)->tp_name);
-    int contiguous = cuda < 0 ? -1 : call_bool(o, "is_contiguous", 1);
+    /* the kernel's memory: host (CPU device) or a CUDA/ROCm device */
+    int on_host = call_bool(o, "is_cuda", 0);
+    if (on_host >= 0) on_host = !on_host;
+    if (on_host == 1 && k->host_memory && PyObject_HasAttrString(o, "is_cpu"))
+        on_host = call_bool(o, "is_cpu", 0); /* not meta, mps, xpu, ... */
+    if (on_host < 0) return -1;
+    long ordinal = 0;
+    if (!on_host) {
+        PyObject *dev = PyObject_CallMethod(o, "get_device", NULL);
+        if (!dev) return -1;
+        ordinal = PyLong_AsLong(dev);
+        Py_DECREF(dev);
+        if (ordinal == -1 && PyErr_Occurred()) return -1;
+    }
+    if (on_host != k->host_memory || (!on_host && ordinal != k->dlpack_ordinal)) {
+        PyObject *dev = PyObject_GetAttrString(o, "device");
+        PyObject *name = dev ? PyObject_Str(dev) : NULL;
+        Py_XDECREF(dev);
+        if (!name) return -1;
+        int rc = arg_error(k, i, LaunchValueError, "the %.100s lives on %U, the kernel on %U; "
+                           "move it to the kernel's device (e.g. .to('%s'))",
+                           Py_TYPE(o)->tp_name, name, k->device_name,
+                           k->host_memory ? "cpu" : "cuda");
+        Py_DECREF(name);
+        return rc;
+    }
+    int contiguous = call_bool(o, "is_contiguous", 1);
+    if (contiguous < 0) return -1;
     if (contiguous == 0)
         return arg_error(k, i, LaunchValueError, "the %.100s is not contiguous; pass "
                          ".contiguous()", Py_TYPE(o)->tp_name);
-    PyObject *dev = contiguous < 0 ? NULL : PyObject_CallMethod(o, "get_device", NULL);
-    if (!dev) return -1;
-    long ordinal = PyLong_AsLong(dev);
-    Py_DECREF(dev);
-    if (ordinal == -1 && PyErr_Occurred()) return -1;
-    if (ordinal != k->dlpack_ordinal)
-        return arg_error(k, i, LaunchValueError, "the %.100s lives on cuda:%ld, the kernel on "
-                         "%U; move it to the kernel's device", Py_TYPE(o)->tp_name, ordinal,
-                         k->device_name);
     if (check_named_dtype(k, i, o) < 0) return -1;
     PyObject *p = PyObject_CallMethod(o, "data_ptr", NULL);
     if (!p) return -1;
@@ -230,10 +259,10 @@ static int via_dlpack(KernelCore *k, uint32_t i, PyObject *o, void **out) {
         int type = x->device.device_type == QL_DL_CUDA_MANAGED ? QL_DL_CUDA
                                                                : x->device.device_type;
         if (type != k->dlpack_type || x->device.device_id != k->dlpack_ordinal)
-            rc = arg_error(k, i, LaunchValueError, "the %.100s lives on DLPack device (%d, %d), "
-                           "not on the kernel's device %U; move it there first",
-                           Py_TYPE(o)->tp_name, x->device.device_type, x->device.device_id,
-                           k->device_name);
+            rc = arg_error(k, i, LaunchValueError, "the %.100s lives on %s:%d (DLPack device "
+                           "type %d), the kernel on %U; move it to the kernel's device",
+                           Py_TYPE(o)->tp_name, dl_device_name(x->device.device_type),
+                           x->device.device_id, x->device.device_type, k->device_name);
         else if (!compact(x->ndim, x->shape, x->strides))
             rc = arg_error(k, i, LaunchValueError, "the %.100s is strided; pass a "
                            "C-contiguous copy", Py_TYPE(o)->tp_name);
@@ -251,7 +280,12 @@ static int via_dlpack(KernelCore *k, uint32_t i, PyObject *o, void **out) {
 static int pointer_from_device_array(KernelCore *k, uint32_t i, PyObject *o, void **out) {
     switch (protocol_of(o)) {
     case VIA_DATA_PTR: return via_data_ptr(k, i, o, out);
-    case VIA_CAI: return via_cai(k, i, o, out);
+    case VIA_CAI:
+        if (k->host_memory)
+            return arg_error(k, i, LaunchValueError, "the %.100s lives on a CUDA device "
+                             "(__cuda_array_interface__), the kernel on %U; move it to the "
+                             "kernel's device", Py_TYPE(o)->tp_name, k->device_name);
+        return via_cai(k, i, o, out);
     case VIA_DLPACK: return via_dlpack(k, i, o, out);
     default: return 1;
     }

@@ -127,6 +127,7 @@ static int pointer_from_ctypes(KernelCore *k, uint32_t i, PyObject *o, void **ou
 }
 
 static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out, pack_ctx *c) {
+    if (pointer_from_torch(k, i, o, out) == 0) return 0; /* a torch tensor, at C speed */
     if (o == Py_None) { *out = NULL; return 0; }
     if (PyBool_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o))
         return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
@@ -167,7 +168,11 @@ static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out, pack
         return r;
     }
     PyErr_Clear();
-    return wrong_kind(k, i, o, "an array, a ql buffer or an int address");
+    /* torch tensors (data_ptr) and DLPack exporters in host memory */
+    int r = pointer_from_device_array(k, i, o, out);
+    if (r <= 0) return r;
+    return wrong_kind(k, i, o, "an array, a ql buffer, a torch tensor, a DLPack array or an "
+                      "int address");
 }
 
 #endif /* QL_LAUNCH_POINTERS_H */
