@@ -110,6 +110,9 @@ class DebugKernel(Kernel):
         from .debug import make_stub, python_location
         file, line = python_location(self.module.source, *self.module._origin,
                                      self._source_line)
+        if self.module.memcheck:
+            from .backends.cpu.memcheck import checked
+            run = checked(self, run)
         return make_stub(self, run, file, line)
 
     def __getitem__(self, config):
@@ -154,6 +157,7 @@ class Module:
         self._templates: set[str] = set()
         self._origin = ("<unknown>", 0)  # where ql.compile was called
         self.debug = False
+        self.memcheck = False
         self._library = None   # keeps the shared object loaded
         self._path = None      # the shared object's file
 
@@ -243,7 +247,8 @@ def _check_options(options) -> tuple[str, ...]:
     return options
 
 
-def compile(source: str, device=None, options=(), name_expressions=(), debug=None) -> Module:
+def compile(source: str, device=None, options=(), name_expressions=(), debug=None,
+            memcheck=None) -> Module:
     """Compiles CUDA C++ ``source`` for ``device`` (default: ``ql.device()``).
 
     ``options`` are passed to the device's compiler; ``name_expressions``
@@ -259,6 +264,9 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
     if debug is None:
         debug = os.environ.get("QUICKLAUNCH_DEBUG", "") not in ("", "0")
     debug = bool(debug)
+    from .backends.cpu.memcheck import requested
+    memcheck = requested(memcheck, dev)   # implies debug (backends/cpu/memcheck.py)
+    debug = debug or memcheck
     file, line = _origin()
     origin = f" (ql.compile called at {file}:{line})"
     where = ("kernel.cu", 1)
@@ -267,9 +275,11 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
         start = source_start(source, file, line)
         if start is not None:
             where = (file, start)
-    image = dev.backend.compile(source, options, exprs, debug, origin, where)
+    image = dev.backend.compile(source, options, exprs, "memcheck" if memcheck else debug,
+                                origin, where)
     mod = Module(dev, source, image.options or options)
     mod.debug = debug
+    mod.memcheck = memcheck
     mod._origin = (file, line)
     mod._image = image
     mod._library = image.library

@@ -35,6 +35,11 @@ SHIM_HEADERS = (INCLUDE_DIR, KINDS_HEADER)
 # template kernels) its own instead of process-wide unique symbols.
 RELEASE_FLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno")
 DEBUG_FLAGS = ("-O0", "-g", "-DQL_DEBUG=1")
+# A memcheck build (debug == "memcheck": memcheck.py) is a debug build whose
+# loads and stores call the module's own checker first (ql_memcheck.h).
+MEMCHECK_FLAGS = ("-fsanitize=kernel-address", "--param", "asan-instrumentation-with-call-threshold=0",
+                  "--param", "asan-stack=0", "-fno-sanitize-address-use-after-scope",
+                  "-DQL_MEMCHECK=1", "-DQL_ABORTS=1", "-include", "ql_memcheck.h")
 COMMON_FLAGS = ("-std=c++17", "-fPIC", "-shared", "-fno-ipa-icf", "-fvisibility=hidden",
                 "-fvisibility-inlines-hidden", "-fno-exceptions",
                 "-fno-rtti", "-pthread", "-w")
@@ -103,6 +108,8 @@ def host_options(options: tuple[str, ...]) -> tuple[str, ...]:
 def build_command(compiler: Compiler, source: Path, output: Path, options: tuple[str, ...],
                   debug: bool) -> list[str]:
     flags = DEBUG_FLAGS if debug else RELEASE_FLAGS
+    if debug == "memcheck":
+        flags += MEMCHECK_FLAGS
     return [compiler.path, *compiler.argv[1:], *COMMON_FLAGS, *flags, "-isystem", str(INCLUDE_DIR),
             *host_options(options), "-o", str(output), str(source)]
 

@@ -90,7 +90,14 @@
 /* Nothing the shim defines is exported from the kernel module: functions
  * are static, member functions hidden. (A visibility pragma would also
  * hide the types, and warn on every user struct holding a __half.) */
+#ifdef QL_MEMCHECK
+/* A memcheck build (ql_memcheck.h) checks the user's accesses, not the
+ * shim's own bookkeeping; the atomics (QL_FN_CHECKED) are checked. */
+#define QL_FN static inline __attribute__((no_sanitize_address))
+#else
 #define QL_FN static inline
+#endif
+#define QL_FN_CHECKED static inline
 #define QL_MEMBER __attribute__((visibility("hidden")))
 
 #include "ql_vector_types.h"

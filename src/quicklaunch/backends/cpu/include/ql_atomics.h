@@ -9,6 +9,11 @@
 #define QL_ATOMICS_H
 
 #define QL_RELAXED __ATOMIC_RELAXED
+#ifdef QL_MEMCHECK   /* atomics touch the user's memory: checked (ql_memcheck.h) */
+#pragma push_macro("QL_FN")
+#undef QL_FN
+#define QL_FN QL_FN_CHECKED
+#endif
 
 /* Read-modify-write by compare-and-swap: *p = op(*p), returning the old. */
 template <typename T, typename Op>
@@ -128,5 +133,9 @@ QL_FN float4 atomicAdd(float4 *p, float4 v) {
 QL_FN void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 QL_FN void __threadfence_system(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 QL_FN void __threadfence_block(void) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+
+#ifdef QL_MEMCHECK
+#pragma pop_macro("QL_FN")
+#endif
 
 #endif /* QL_ATOMICS_H */

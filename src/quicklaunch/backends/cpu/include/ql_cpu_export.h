@@ -202,7 +202,9 @@ struct entry<void (*)(A...), F> {
         }
     }
 
-#ifdef QL_ABORTS
+#ifdef QL_MEMCHECK   /* the block loop reads the launch's arguments: not checked */
+#define QL_UNPACK_INLINE __attribute__((noinline, no_sanitize_address))
+#elif defined(QL_ABORTS)
 #define QL_UNPACK_INLINE __attribute__((noinline)) /* kept out of the setjmp frame */
 #else
 #define QL_UNPACK_INLINE inline __attribute__((always_inline))
@@ -234,6 +236,9 @@ struct entry<void (*)(A...), F> {
 #ifdef QL_TIER2
     // Tier 2: one CUDA thread, run as a fiber.
     template <unsigned... I>
+#ifdef QL_MEMCHECK
+    __attribute__((no_sanitize_address))
+#endif
     static void call(seq<I...>, void **p) {
         F(*static_cast<typename strip_ref<A>::type *>(p[I])...);
     }
