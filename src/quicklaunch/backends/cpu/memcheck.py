@@ -30,6 +30,7 @@ import threading
 import numpy as np
 
 from ...errors import CompileError, LaunchError
+from .toolchain import INCLUDE_DIR
 
 ENV = "QUICKLAUNCH_MEMCHECK"
 MODE = "memcheck"    # the `debug` value a memcheck build is compiled with
@@ -76,9 +77,10 @@ class _State:
         self.global_name.restype = ctypes.c_char_p
         from .loader import elf_symbols
         image = library.image()
-        objs = sorted(elf_symbols(image, 6))   # STT_TLS: (name, offset, size)
-        self.tls_names = [n for n, _, _ in sorted(objs, key=lambda o: o[1])]
-        objs = sorted(objs, key=lambda o: o[1])
+        # STT_TLS: (name, offset, size), less the redzones between __shared__ ones
+        objs = sorted((o for o in elf_symbols(image, 6) if "__ql_mc_redzone_" not in o[0]),
+                      key=lambda o: o[1])
+        self.tls_names = [n for n, _, _ in objs]
         self.tls = (ctypes.c_uint64 * (2 * len(objs)))(
             *[v for _, off, size in objs for v in (off, max(size, 0))])
         tls_fn = library.ql_memcheck_tls
@@ -173,7 +175,8 @@ def checked(kernel, run):
     return launch
 
 
-_TAIL = re.compile(r"\s*\[ql-memcheck pc=(0x[0-9a-f]+|0) where=(\d) index=(\d+) "
+_TAIL = re.compile(r"\s*\[ql-memcheck pc=(0x[0-9a-f]+|0) up=(0x[0-9a-f]+|0) where=(\d) "
+                   r"index=(\d+) "
                    r"lo=(0x[0-9a-f]+|0) size=(\d+) addr=(0x[0-9a-f]+|0) n=(\d+) "
                    r"write=(\d)\]")
 _NEAR = re.compile(r": (no buffer of the launch|-?\d+ bytes (past the end|before the start) "
@@ -186,7 +189,8 @@ def _rewrite(kernel, st: _State, text: str, args, notes) -> str:
     m = _TAIL.search(text)
     if not m:
         return text
-    pc, where, index, lo, size = int(m[1], 16), int(m[2]), int(m[3]), int(m[4], 16), int(m[5])
+    pc, up, where, index = int(m[1], 16), int(m[2], 16), int(m[3]), int(m[4])
+    lo, size = int(m[5], 16), int(m[6])
     head = text[:m.start()]
     near = _NEAR.search(head)
     if near:
@@ -213,6 +217,12 @@ def _rewrite(kernel, st: _State, text: str, args, notes) -> str:
             dist = re.sub(r" of [^()]*$", f" of {what}", dist)
         head = head[:near.start()] + ": " + dist + head[near.end():]
     where_text = _source_line(st, pc)
+    if where_text.startswith(str(INCLUDE_DIR)):   # in the shim (an atomic): name its caller
+        func = where_text.rsplit("(in ", 1)[-1].rstrip(")")
+        caller = _source_line(st, up)
+        if caller and not caller.startswith(str(INCLUDE_DIR)):
+            where_text = f"{caller.split(' (in ')[0]} ({func} called in " \
+                         f"{caller.rsplit('(in ', 1)[-1]}"
     if where_text:
         head = head.replace(" in block (", f" at {where_text}, in block (", 1)
     return head

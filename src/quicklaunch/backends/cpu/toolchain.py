@@ -38,7 +38,8 @@ DEBUG_FLAGS = ("-O0", "-g", "-DQL_DEBUG=1")
 # A memcheck build (debug == "memcheck": memcheck.py) is a debug build whose
 # loads and stores call the module's own checker first (ql_memcheck.h).
 MEMCHECK_FLAGS = ("-fsanitize=kernel-address", "--param", "asan-instrumentation-with-call-threshold=0",
-                  "--param", "asan-stack=0", "-fno-sanitize-address-use-after-scope",
+                  "--param", "asan-stack=0", "--param", "asan-globals=1",
+                  "-fno-sanitize-address-use-after-scope",
                   "-DQL_MEMCHECK=1", "-DQL_ABORTS=1", "-include", "ql_memcheck.h")
 COMMON_FLAGS = ("-std=c++17", "-fPIC", "-shared", "-fno-ipa-icf", "-fvisibility=hidden",
                 "-fvisibility-inlines-hidden", "-fno-exceptions",

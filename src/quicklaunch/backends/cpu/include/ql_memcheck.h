@@ -39,6 +39,18 @@
 #include <link.h>
 #include <pthread.h>
 
+/* Every static __shared__ variable gets a 64-byte thread-local redzone
+ * declared just before it (they are laid out in order), so an overflow of
+ * one lands in a redzone, not in the next variable: the redzones are left out
+ * of the objects memcheck.py gives the checker. */
+#undef __shared__
+#define QL_MC_CAT2(a, b) a##b
+#define QL_MC_CAT(a, b) QL_MC_CAT2(a, b)
+#define __shared__                                                                    \
+    thread_local char QL_MC_CAT(__ql_mc_redzone_, __COUNTER__)[64]                    \
+        __attribute__((unused, used));                                                \
+    thread_local __attribute__((unused))
+
 #define QL_MC_FN static __attribute__((no_sanitize_address, noinline))
 #define QL_MC_INLINE static inline __attribute__((no_sanitize_address, always_inline))
 
@@ -124,9 +136,11 @@ QL_MC_INLINE int64_t outside(uintptr_t a, size_t n, uintptr_t lo, uint64_t size)
 }
 
 __attribute__((noreturn)) QL_MC_FN void report(uintptr_t a, size_t n, int write, void *pc,
-                                              int where, uint64_t index, uintptr_t lo,
-                                              uint64_t size) {
+                                              void *caller, int where, uint64_t index,
+                                              uintptr_t lo, uint64_t size) {
     const uintptr_t off = (uintptr_t)pc - image_base;
+    /* the caller of the function that made the access (an atomicAdd's) */
+    const uintptr_t up = (uintptr_t)caller - image_base;
     const char *what = where == WHERE_DYN_SHARED ? "dynamic shared memory"
                        : where == WHERE_TLS      ? "static shared memory"
                        : where == WHERE_GLOBAL   ? "a __device__/__constant__ variable"
@@ -146,16 +160,16 @@ __attribute__((noreturn)) QL_MC_FN void report(uintptr_t a, size_t n, int write,
     ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
               "memcheck: invalid %s of %zu bytes at address %#lx in block (%u, %u, %u), "
               "thread (%u, %u, %u): %s ([%#lx, +%llu bytes)); the access was not made "
-              "[ql-memcheck pc=%#lx where=%d index=%llu lo=%#lx size=%llu addr=%#lx n=%zu "
+              "[ql-memcheck pc=%#lx up=%#lx where=%d index=%llu lo=%#lx size=%llu addr=%#lx n=%zu "
               "write=%d]",
               write ? "write" : "read", n, (unsigned long)a, blockIdx.x, blockIdx.y, blockIdx.z,
               threadIdx.x, threadIdx.y, threadIdx.z, near, (unsigned long)lo,
-              (unsigned long long)size, (unsigned long)off, where, (unsigned long long)index,
+              (unsigned long long)size, (unsigned long)off, (unsigned long)up, where, (unsigned long long)index,
               (unsigned long)lo, (unsigned long long)size, (unsigned long)a, n, write);
     ql_abort_thread();
 }
 
-QL_MC_FN void check(const void *p, size_t n, int write, void *pc) {
+QL_MC_FN void check(const void *p, size_t n, int write, void *pc, void *caller) {
     const uintptr_t a = (uintptr_t)p;
     for (uint32_t i = 0; i < nargs; ++i)
         if (inside(a, n, args[i].lo, args[i].size)) return;
@@ -171,7 +185,7 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc) {
             /* the arena holds at least 4 KiB: anything near it is an overflow */
             const uint64_t span = d->shared_bytes < 4096 ? 4096 : d->shared_bytes;
             if (a + n > lo - 4096 && a < lo + span + 4096)
-                report(a, n, write, pc, WHERE_DYN_SHARED, 0, lo, d->shared_bytes);
+                report(a, n, write, pc, caller, WHERE_DYN_SHARED, 0, lo, d->shared_bytes);
         }
     }
     if (me.stack_lo <= a && a < me.stack_hi) return;
@@ -182,7 +196,7 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc) {
             return;
     }
 #endif
-    if (me.tls_lo && a + n > me.tls_lo && a < me.tls_lo + tls_size) {
+    if (me.tls_lo && a + n > me.tls_lo - 64 && a < me.tls_lo + tls_size + 64) {
         const uintptr_t t = me.tls_lo;
         uint32_t best = UINT32_MAX;
         uint64_t best_d = UINT64_MAX;
@@ -193,9 +207,9 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc) {
             if (dist < best_d) best_d = dist, best = i;
         }
         if (best != UINT32_MAX)
-            report(a, n, write, pc, WHERE_TLS, best, t + tls_objects[best].lo,
+            report(a, n, write, pc, caller, WHERE_TLS, best, t + tls_objects[best].lo,
                    tls_objects[best].size);
-        if (ntls) report(a, n, write, pc, WHERE_NONE, 0, 0, 0);
+        if (ntls) report(a, n, write, pc, caller, WHERE_NONE, 0, 0, 0);
         return;   /* no table: the stub did not give one */
     }
     if (a >= image_lo && a < image_hi) {
@@ -203,7 +217,7 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc) {
             const global_range &g = globals[i];
             if (inside(a, n, g.lo, g.size)) return;
             if (a + n > g.lo && a < g.lo + g.size_with_redzone)
-                report(a, n, write, pc, WHERE_GLOBAL, i, g.lo, g.size);
+                report(a, n, write, pc, caller, WHERE_GLOBAL, i, g.lo, g.size);
         }
         return;   /* the module's other data: string literals, tables */
     }
@@ -215,8 +229,8 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc) {
         uint64_t dist = s < 0 ? (uint64_t)-s : (uint64_t)s;
         if (dist < best_d) best_d = dist, best = i;
     }
-    if (best == UINT32_MAX) report(a, n, write, pc, WHERE_NONE, 0, 0, 0);
-    report(a, n, write, pc, WHERE_ARG, args[best].param, args[best].lo, args[best].size);
+    if (best == UINT32_MAX) report(a, n, write, pc, caller, WHERE_NONE, 0, 0, 0);
+    report(a, n, write, pc, caller, WHERE_ARG, args[best].param, args[best].lo, args[best].size);
 }
 
 }  // namespace ql_memcheck
@@ -226,11 +240,13 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc) {
 #define QL_MC_SIZED(n)                                                                \
     extern "C" __attribute__((no_sanitize_address, used)) void                        \
     __asan_load##n##_noabort(void *p) {                                               \
-        ql_memcheck::check(p, n, 0, __builtin_return_address(0));                    \
+        ql_memcheck::check(p, n, 0, __builtin_return_address(0),                     \
+                           __builtin_return_address(1));                             \
     }                                                                                 \
     extern "C" __attribute__((no_sanitize_address, used)) void                        \
     __asan_store##n##_noabort(void *p) {                                              \
-        ql_memcheck::check(p, n, 1, __builtin_return_address(0));                    \
+        ql_memcheck::check(p, n, 1, __builtin_return_address(0),                     \
+                           __builtin_return_address(1));                             \
     }                                                                                 \
     __asm__(".hidden __asan_load" #n "_noabort\n.hidden __asan_store" #n "_noabort");
 QL_MC_SIZED(1)
@@ -242,11 +258,11 @@ QL_MC_SIZED(16)
 
 extern "C" __attribute__((no_sanitize_address, used)) void __asan_loadN_noabort(void *p,
                                                                                 long n) {
-    if (n > 0) ql_memcheck::check(p, (size_t)n, 0, __builtin_return_address(0));
+    if (n > 0) ql_memcheck::check(p, (size_t)n, 0, __builtin_return_address(0), __builtin_return_address(1));
 }
 extern "C" __attribute__((no_sanitize_address, used)) void __asan_storeN_noabort(void *p,
                                                                                  long n) {
-    if (n > 0) ql_memcheck::check(p, (size_t)n, 1, __builtin_return_address(0));
+    if (n > 0) ql_memcheck::check(p, (size_t)n, 1, __builtin_return_address(0), __builtin_return_address(1));
 }
 extern "C" __attribute__((no_sanitize_address, used)) void __asan_handle_no_return(void) {}
 
