@@ -30,6 +30,9 @@ def __getattr__(name: str):
     if name in ("cuda", "hip"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
+    if name in ("torch", "jax"):  # ql.torch, ql.jax: framework integrations
+        import importlib
+        return importlib.import_module(f"{__name__}.frameworks.{name}")
     raise AttributeError(f"module 'quicklaunch' has no attribute {name!r}")
 
 __all__ = [
