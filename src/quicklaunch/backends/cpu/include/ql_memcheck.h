@@ -51,8 +51,10 @@
         __attribute__((unused, used));                                                \
     thread_local __attribute__((unused))
 
-#define QL_MC_FN static __attribute__((no_sanitize_address, noinline))
-#define QL_MC_INLINE static inline __attribute__((no_sanitize_address, always_inline))
+/* The checker is optimised even in this -O0 build: it runs for every access. */
+#define QL_MC_FN static __attribute__((no_sanitize_address, noinline, optimize("O2")))
+#define QL_MC_INLINE static inline __attribute__((no_sanitize_address, always_inline, \
+                                                  optimize("O2")))
 
 namespace ql_memcheck {
 
@@ -238,12 +240,12 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc, void *caller) 
 /* GCC's outline instrumentation calls these before each access. They are
  * hidden (each module checks with its own tables) and not instrumented. */
 #define QL_MC_SIZED(n)                                                                \
-    extern "C" __attribute__((no_sanitize_address, used)) void                        \
+    extern "C" __attribute__((no_sanitize_address, used, optimize("O2"))) void                        \
     __asan_load##n##_noabort(void *p) {                                               \
         ql_memcheck::check(p, n, 0, __builtin_return_address(0),                     \
                            __builtin_return_address(1));                             \
     }                                                                                 \
-    extern "C" __attribute__((no_sanitize_address, used)) void                        \
+    extern "C" __attribute__((no_sanitize_address, used, optimize("O2"))) void                        \
     __asan_store##n##_noabort(void *p) {                                              \
         ql_memcheck::check(p, n, 1, __builtin_return_address(0),                     \
                            __builtin_return_address(1));                             \
@@ -256,15 +258,15 @@ QL_MC_SIZED(8)
 QL_MC_SIZED(16)
 #undef QL_MC_SIZED
 
-extern "C" __attribute__((no_sanitize_address, used)) void __asan_loadN_noabort(void *p,
+extern "C" __attribute__((no_sanitize_address, used, optimize("O2"))) void __asan_loadN_noabort(void *p,
                                                                                 long n) {
     if (n > 0) ql_memcheck::check(p, (size_t)n, 0, __builtin_return_address(0), __builtin_return_address(1));
 }
-extern "C" __attribute__((no_sanitize_address, used)) void __asan_storeN_noabort(void *p,
+extern "C" __attribute__((no_sanitize_address, used, optimize("O2"))) void __asan_storeN_noabort(void *p,
                                                                                  long n) {
     if (n > 0) ql_memcheck::check(p, (size_t)n, 1, __builtin_return_address(0), __builtin_return_address(1));
 }
-extern "C" __attribute__((no_sanitize_address, used)) void __asan_handle_no_return(void) {}
+extern "C" __attribute__((no_sanitize_address, used, optimize("O2"))) void __asan_handle_no_return(void) {}
 
 /* GCC's registration of the module's globals (redzones after each). */
 struct ql_asan_global {
@@ -275,17 +277,17 @@ struct ql_asan_global {
     void *location;
     uintptr_t odr_indicator;
 };
-extern "C" __attribute__((no_sanitize_address, used)) void __asan_register_globals(
+extern "C" __attribute__((no_sanitize_address, used, optimize("O2"))) void __asan_register_globals(
     ql_asan_global *g, size_t n) {
     for (size_t i = 0; i < n && ql_memcheck::nglobals < ql_memcheck::MAX_GLOBALS; ++i)
         ql_memcheck::globals[ql_memcheck::nglobals++] = {(uint64_t)g[i].beg, g[i].size,
                                                          g[i].size_with_redzone, g[i].name};
 }
-extern "C" __attribute__((no_sanitize_address, used)) void __asan_unregister_globals(
+extern "C" __attribute__((no_sanitize_address, used, optimize("O2"))) void __asan_unregister_globals(
     ql_asan_global *, size_t) {}
-extern "C" __attribute__((no_sanitize_address, used)) void __asan_before_dynamic_init(
+extern "C" __attribute__((no_sanitize_address, used, optimize("O2"))) void __asan_before_dynamic_init(
     const char *) {}
-extern "C" __attribute__((no_sanitize_address, used)) void __asan_after_dynamic_init(void) {}
+extern "C" __attribute__((no_sanitize_address, used, optimize("O2"))) void __asan_after_dynamic_init(void) {}
 __asm__(".hidden __asan_loadN_noabort\n.hidden __asan_storeN_noabort\n"
         ".hidden __asan_handle_no_return\n.hidden __asan_register_globals\n"
         ".hidden __asan_unregister_globals\n.hidden __asan_before_dynamic_init\n"
