@@ -249,15 +249,15 @@ def make_stub(kernel, run, filename: str, line: int):
     if defaulted:   # trailing parameters with defaults: left out, the launcher fills them
         required = len(names) - defaulted
         header = ", ".join(names[:required] + [f"{n}=__ql_missing" for n in names[required:]])
-        pass_on = f"    __ql_args = __ql_given({call})\n"
+        pass_on = f"__ql_args = __ql_given({call}); "
         call = "__ql_args"
     else:
         header, pass_on = args, ""
-    source = (f"def stub({header}):\n"
-              f"{pass_on}"
-              f"    __ql_validate({call})\n"
-              f"    __ql_run(*{call})\n"
-              f"    __ql_after()\n")
+    # One line: every instruction of the stub is attributed to the kernel's
+    # declaration line (co_firstlineno below), so a traceback through a
+    # failing launch shows that line, pdb's "break <file>:<line>" on it
+    # stops here, and "break mod.saxpy" (the function's first line) too.
+    source = f"def stub({header}): {pass_on}__ql_validate({call}); __ql_run(*{call}); __ql_after()\n"
     launcher = getattr(run, "__self__", None)
     namespace = {"__ql_run": run, "__ql_validate": make_validator(kernel, launcher),
                  "__ql_after": _synchronous(getattr(launcher, "stream", None)),
@@ -298,3 +298,34 @@ def python_location(source: str, file: str, call_line: int, kernel_line: int) ->
     that holds the source; the ql.compile call when that is not found."""
     start = source_start(source, file, call_line)
     return (file, call_line) if start is None else (file, start + kernel_line - 1)
+
+
+def kernel_code(kernel):
+    """The code object pdb's ``break mod.saxpy`` reads from a debug kernel
+    (``DebugKernel.__code__``): named after the kernel, at the file and line
+    of its declaration, as every configured stub of it is. pdb sets a
+    breakpoint by that name, file and first line, so it stops in the stub of
+    any launch configuration. Built once per kernel."""
+    code = kernel.__dict__.get("_ql_code")
+    if code is None:
+        file, line = python_location(kernel.module.source, *kernel.module._origin,
+                                     kernel._source_line)
+        namespace: dict = {}
+        exec(compile("def stub(): pass\n", file, "exec"), namespace)  # noqa: S102
+        code = namespace["stub"].__code__.replace(co_name=kernel.name, co_filename=file,
+                                                  co_firstlineno=max(line, 1))
+        if hasattr(code, "co_qualname"):
+            code = code.replace(co_qualname=kernel.name)
+        kernel.__dict__["_ql_code"] = code
+    return code
+
+
+def _install() -> None:
+    # DebugKernel lives in quicklaunch.module, which imports this module
+    # lazily; quicklaunch/__init__ imports both, this one second.
+    from .module import DebugKernel
+    if not isinstance(DebugKernel.__dict__.get("__code__"), property):
+        DebugKernel.__code__ = property(kernel_code, doc=kernel_code.__doc__)
+
+
+_install()
