@@ -248,11 +248,14 @@ def _check_options(options) -> tuple[str, ...]:
 
 
 def compile(source: str, device=None, options=(), name_expressions=(), debug=None,
-            memcheck=None) -> Module:
+            memcheck=None, stub=None) -> Module:
     """Compiles CUDA C++ ``source`` for ``device`` (default: ``ql.device()``).
 
     ``options`` are passed to the device's compiler; ``name_expressions``
     instantiate template kernels ("add<float>") so ``get_kernel`` finds them.
+    ``stub=True`` (or ``QUICKLAUNCH_STUB=1``; implied by ``debug``) launches
+    every kernel through a C host stub named after it, built with the host
+    C++ compiler, so plain gdb can ``break saxpy`` (quicklaunch.host_stub).
     """
     if not isinstance(source, str):
         raise TypeError(f"source must be a str of CUDA C++, got {type(source).__name__}")
@@ -289,7 +292,25 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
                       else _templates_of(source))
     backend = dev.backend
     cls = DebugKernel if debug else Kernel
-    for ki in image.kernels:
+    from . import host_stub
+    mod._stub_library = None
+    entries = [backend.launch_entry] * len(image.kernels)
+    why = host_stub.wanted(stub, debug)
+    if why and image.kernels and not any(p.kind == kinds.INVALID for ki in image.kernels
+                                         for p in ki.params):
+        try:
+            mod._stub_library = host_stub.build(
+                [(ki.name, ki.lowered_name, ki.params) for ki in image.kernels],
+                backend.launch_entry, source)
+            entries = list(mod._stub_library.trampolines)
+        except CompileError as exc:
+            if why != "debug":
+                raise
+            import warnings   # implied by debug=True: the Python stub still works
+            from .errors import CompileWarning
+            warnings.warn(f"debug build without the C host stub: {exc}", CompileWarning,
+                          stacklevel=2)
+    for ki, entry in zip(image.kernels, entries):
         params = tuple(Param(p.name, p.ctype, p.size, p.align, kinds.NAMES.get(p.kind, "?"))
                        for p in ki.params)
         bad = [p.name for p in ki.params if p.kind == kinds.INVALID]
@@ -298,7 +319,7 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
                                f"kernel takes values and pointers{origin}", source=source,
                                options=options)
         k = cls(mod, ki.name, ki.lowered_name, params, bytes(p.kind for p in ki.params),
-                ki.handle, backend.launch_entry, backend.inline_threads, backend.error_hook)
+                ki.handle, entry, backend.inline_threads, backend.error_hook)
         k._source_line = ki.source_line
         k.attributes = dict(getattr(ki, "attributes", None) or {})
         k.tier = k.attributes.get("tier")   # CPU: "loop" | "fission" | "fibers"

@@ -12,6 +12,9 @@ Rows (ns per launch, median of repeats):
   direct       k.launch(grid, block, *args)
   graph replay 100 configured launches recorded once (ql.graph), replayed with
                g.replay(); per kernel
+  C stub       a configured launch of a stub=True build: the launcher calls
+               the kernel's C host stub (quicklaunch.host_stub), which calls
+               the launch entry; nvcc's behaviour
   debug stub   a debug build's configured launch: a Python function named after
                the kernel, then the same C path
   C baseline   C loop calling the device's launch entry, prebuilt parameters
@@ -40,11 +43,11 @@ from .harness.results import save
 from .harness.timing import argenv, arglist, batched, per_launch, spelled_loop
 
 ROWS = ("python loop", "C-ext floor", "C baseline", "indexed", "configured", "direct",
-        "graph replay", "debug stub")
+        "graph replay", "C stub", "debug stub")
 GRAPH_LAUNCHES = 100   # launches per recorded graph
 
 
-def _timers(mod, dbg, n: int, c: CBaseline, batch: int | None = None) -> dict:
+def _timers(mod, dbg, n: int, c: CBaseline, batch: int | None = None, stb=None) -> dict:
     """{row: fn(iters) -> ns per launch} for the kernel with n parameters; a
     row that cannot be set up maps to its exception instead."""
     dev = mod.device
@@ -68,6 +71,11 @@ def _timers(mod, dbg, n: int, c: CBaseline, batch: int | None = None) -> dict:
               "C baseline": batched(c_loop, sync, batch), "indexed": timed(f"k[1, 1]({a})"),
               "configured": timed(f"run({a})"), "direct": timed(f"k.launch(1, 1, {a})"),
               "debug stub": timed(f"stub({a})")}
+    if isinstance(stb, Exception):
+        timers["C stub"] = stb
+    elif stb is not None:
+        env["cstub"] = stb.get_kernel(f"empty{n}").configure(1, 1)
+        timers["C stub"] = timed(f"cstub({a})")
     try:
         with ql.graph(device=dev) as g:
             for _ in range(GRAPH_LAUNCHES):
@@ -90,8 +98,12 @@ def measure(device=None, iters: int = 100_000, repeats: int = 7, progress=None,
     dev = ql.device(device)
     mod = ql.compile(SOURCE, device=dev)
     dbg = ql.compile(SOURCE, device=dev, debug=True)
+    try:
+        stb = ql.compile(SOURCE, device=dev, stub=True)
+    except ql.CompileError as exc:   # no host compiler: the row says so
+        stb = exc
     c = CBaseline(dev)
-    timers = {n: _timers(mod, dbg, n, c, batch) for n in (4, 16)}
+    timers = {n: _timers(mod, dbg, n, c, batch, stb) for n in (4, 16)}
     errors = {}
     for per_n in timers.values():
         for row, fn in list(per_n.items()):
@@ -124,8 +136,8 @@ def table(result: dict) -> str:
     out = [f"launch overhead on {result['device']}: ns per launch, median of "
            f"{result['repeats']} x {result['iters']} launches",
            f"{'path':<13}{'4 params':>10}{'16 params':>11}{'- C (4)':>10}{'/ floor (4)':>13}"]
-    for name in ("indexed", "configured", "direct", "graph replay", "debug stub", "C baseline",
-                 "C-ext floor", "python loop"):
+    for name in ("indexed", "configured", "direct", "graph replay", "C stub", "debug stub",
+                 "C baseline", "C-ext floor", "python loop"):
         r = rows.get(name)
         if r is None:
             why = result.get("errors", {}).get(name, "not measured")
