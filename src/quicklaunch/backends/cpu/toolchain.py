@@ -27,8 +27,9 @@ INCLUDE_DIR = Path(__file__).with_name("include")
 # (kinds.h), which the shim's ql_cpu_abi.h includes by its relative path.
 SHIM_HEADERS = (INCLUDE_DIR, KINDS_HEADER)
 
-# -O3 -march=native: kernels are built for this machine and cached per machine
-# (the compiler's identity and these flags are in the key). -ffp-contract=fast
+# -O3 -march=native: kernels are built for this machine and cached per CPU
+# (the compiler's identity, with -march=native resolved to this host's CPU
+# features by resolved_target(), and these flags are in the key). -ffp-contract=fast
 # matches CUDA's default FMA contraction; -fno-math-errno lets sqrtf inline as
 # on a GPU; -fno-ipa-icf keeps two identical kernels at two addresses;
 # -fvisibility=hidden keeps each module's statics (__shared__ in inline and
@@ -54,7 +55,78 @@ class Compiler:
 
     @property
     def identity(self) -> str:
-        return f"{self.path}\n{self.version}\n{' '.join(self.argv[1:])}"
+        """What a cache key holds of the compiler: its path, version, flags
+        and the target it resolves ``-march=native`` to on this host (so a
+        cache shared between machines recompiles on one whose CPU differs,
+        instead of loading code built for instructions it lacks)."""
+        return (f"{self.path}\n{self.version}\n{' '.join(self.argv[1:])}\n"
+                f"{resolved_target(self)}")
+
+
+def resolved_target(compiler: Compiler) -> str:
+    """The host's CPU as ``compiler`` resolves ``-march=native``: the
+    architecture, tuning and every -m feature flag (and cache-size params)
+    its driver hands the compiler proper (``g++ -###``'s cc1plus line;
+    clang's -target-cpu/-target-feature). Computed once per process."""
+    return _resolve_target(compiler.argv, compiler.path)
+
+
+_TARGET_TOKEN = re.compile(r"^(-march=|-mtune=|-mcpu=|-m[a-z0-9][\w.-]*$)")
+_TARGET_PAIRED = {"--param", "-target-cpu", "-target-feature", "-tune-cpu"}
+
+
+def _target_tokens(driver_output: str) -> list[str]:
+    """The target flags of the compiler-proper command line in a ``-###``
+    run's output (gcc: the cc1plus line; clang: the "-cc1" line)."""
+    for line in driver_output.splitlines():
+        try:
+            argv = shlex.split(line)
+        except ValueError:
+            continue
+        if not argv or not (argv[0].endswith(("cc1plus", "cc1")) or "-cc1" in argv[1:2]):
+            continue
+        picked, i = [], 1
+        while i < len(argv):
+            tok = argv[i]
+            if tok in _TARGET_PAIRED and i + 1 < len(argv):
+                picked += [tok, argv[i + 1]]
+                i += 2
+                continue
+            if _TARGET_TOKEN.match(tok):
+                picked.append(tok)
+            i += 1
+        return picked
+    return []
+
+
+def _cpuinfo_flags() -> str:
+    """The fallback: the kernel's view of this CPU (model and feature flags)."""
+    import platform
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key in ("model name", "flags", "Features", "CPU part") and key not in fields:
+                    fields[key] = value.strip()
+    except OSError:
+        pass
+    return f"{platform.machine()} " + " | ".join(f"{k}: {v}" for k, v in sorted(fields.items()))
+
+
+@functools.lru_cache(maxsize=None)
+def _resolve_target(argv: tuple[str, ...], path: str) -> str:
+    command = [path, *argv[1:], "-###", "-march=native", "-x", "c++", "-E", os.devnull]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+        tokens = _target_tokens(out.stderr + "\n" + out.stdout) if out.returncode == 0 else []
+    except (OSError, subprocess.SubprocessError):
+        tokens = []
+    if tokens:
+        return "native: " + " ".join(tokens)
+    return "native (unresolved by the compiler): " + _cpuinfo_flags()
 
 
 @functools.lru_cache(maxsize=None)
