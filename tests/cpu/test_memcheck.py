@@ -74,6 +74,13 @@ __global__ void use_table(float *out) {
     out[threadIdx.x] = table[threadIdx.x];
 }
 
+__global__ void heap(float *out, int over) {
+    float *h = (float *)malloc(4 * sizeof(float));
+    for (int i = 0; i < 4 + over; ++i) h[i] = (float)i;
+    out[threadIdx.x] = h[threadIdx.x % 4];
+    free(h);
+}
+
 __global__ void count(int *c, int n) { atomicAdd(&c[threadIdx.x % n + (threadIdx.x >= 32)], 1); }
 """
 with open(__file__) as _this:
@@ -275,3 +282,12 @@ def test_environment_variable(tmp_path):
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode != 0 and "QUICKLAUNCH_MEMCHECK='yes': expected 0 or 1" in out.stderr
+
+
+def test_device_malloc(mc):
+    out = np.zeros(8, np.float32)
+    mc.heap[1, 8](out, 0)
+    np.testing.assert_array_equal(out, [0, 1, 2, 3, 0, 1, 2, 3])
+    with pytest.raises(ql.LaunchError, match=r"thread \(0, 0, 0\): 0 bytes past the end of a "
+                                             r"16-byte block of device-side malloc at 0x"):
+        mc.heap[1, 8](out, 1)

@@ -208,6 +208,8 @@ def _rewrite(kernel, st: _State, text: str, args, notes) -> str:
             raw = st.global_name(index)
             name = raw.decode(errors="replace") if raw else "?"
             what = f"global '{name}' ({size} bytes at {lo:#x})"
+        elif where == 6:
+            what = f"a {size}-byte block of device-side malloc at {lo:#x}"
         else:
             what = None
         if what is None:

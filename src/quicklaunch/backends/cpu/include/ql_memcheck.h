@@ -70,6 +70,15 @@ static uint32_t ntls;
 static global_range globals[MAX_GLOBALS];
 static uint32_t nglobals;
 static uintptr_t image_lo, image_hi, image_base;   /* the module's mapped segments */
+/* Device-side malloc: the live allocations of this module's code. */
+enum { MAX_HEAP = 16384 };
+static object heap[MAX_HEAP];
+static uint32_t nheap;
+static int heap_lock;
+QL_MC_INLINE void lock_heap(void) {
+    while (__atomic_exchange_n(&heap_lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+}
+QL_MC_INLINE void unlock_heap(void) { __atomic_store_n(&heap_lock, 0, __ATOMIC_RELEASE); }
 static uint64_t tls_size;
 
 struct thread_view {
@@ -127,7 +136,7 @@ QL_MC_INLINE bool inside(uintptr_t a, size_t n, uintptr_t lo, uint64_t size) {
 }
 
 /* What the access hit, for the report. */
-enum { WHERE_ARG = 1, WHERE_DYN_SHARED, WHERE_TLS, WHERE_GLOBAL, WHERE_NONE };
+enum { WHERE_ARG = 1, WHERE_DYN_SHARED, WHERE_TLS, WHERE_GLOBAL, WHERE_NONE, WHERE_HEAP };
 
 /* Distance of [a, a+n) outside [lo, lo+size): > 0 past the end (bytes from
  * the end to the access's first byte past it), < 0 before the start. */
@@ -146,6 +155,7 @@ __attribute__((noreturn)) QL_MC_FN void report(uintptr_t a, size_t n, int write,
     const char *what = where == WHERE_DYN_SHARED ? "dynamic shared memory"
                        : where == WHERE_TLS      ? "static shared memory"
                        : where == WHERE_GLOBAL   ? "a __device__/__constant__ variable"
+                       : where == WHERE_HEAP     ? "a block of device-side malloc"
                                                  : "argument buffer";
     char near[160];
     if (where == WHERE_NONE) {
@@ -175,6 +185,15 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc, void *caller) 
     const uintptr_t a = (uintptr_t)p;
     for (uint32_t i = 0; i < nargs; ++i)
         if (inside(a, n, args[i].lo, args[i].size)) return;
+    if (__atomic_load_n(&nheap, __ATOMIC_RELAXED)) {
+        lock_heap();
+        for (uint32_t i = 0; i < nheap; ++i)
+            if (inside(a, n, heap[i].lo, heap[i].size)) {
+                unlock_heap();
+                return;
+            }
+        unlock_heap();
+    }
     if (!me.ready) init_thread();
     /* the launch's records, read by the block loop */
     const ql_cpu_dims *d = ql_launch_dims;
@@ -231,6 +250,19 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc, void *caller) 
         uint64_t dist = s < 0 ? (uint64_t)-s : (uint64_t)s;
         if (dist < best_d) best_d = dist, best = i;
     }
+    /* or the nearest block of device-side malloc, when that is nearer */
+    uint64_t hlo = 0, hsize = 0;
+    bool in_heap = false;
+    if (__atomic_load_n(&nheap, __ATOMIC_RELAXED)) {
+        lock_heap();
+        for (uint32_t i = 0; i < nheap; ++i) {
+            int64_t s = outside(a, n, heap[i].lo, heap[i].size);
+            uint64_t dist = s < 0 ? (uint64_t)-s : (uint64_t)s;
+            if (dist < best_d) best_d = dist, in_heap = true, hlo = heap[i].lo, hsize = heap[i].size;
+        }
+        unlock_heap();
+    }
+    if (in_heap) report(a, n, write, pc, caller, WHERE_HEAP, 0, hlo, hsize);
     if (best == UINT32_MAX) report(a, n, write, pc, caller, WHERE_NONE, 0, 0, 0);
     report(a, n, write, pc, caller, WHERE_ARG, args[best].param, args[best].lo, args[best].size);
 }
@@ -267,6 +299,57 @@ extern "C" __attribute__((no_sanitize_address, used, optimize("O2"))) void __asa
     if (n > 0) ql_memcheck::check(p, (size_t)n, 1, __builtin_return_address(0), __builtin_return_address(1));
 }
 extern "C" __attribute__((no_sanitize_address, used, optimize("O2"))) void __asan_handle_no_return(void) {}
+
+/* malloc() in device code (CUDA's device heap): this module's calls get
+ * these hidden definitions, which record each live block for the checker
+ * (beyond MAX_HEAP live blocks, further ones are not known to it). */
+extern "C" void *__libc_malloc(size_t);
+extern "C" void *__libc_calloc(size_t, size_t);
+extern "C" void *__libc_realloc(void *, size_t);
+extern "C" void __libc_free(void *);
+namespace ql_memcheck {
+QL_MC_FN void heap_add(void *p, size_t n) {
+    if (!p) return;
+    lock_heap();
+    if (nheap < MAX_HEAP) heap[nheap++] = {(uint64_t)p, n};
+    unlock_heap();
+}
+QL_MC_FN void heap_remove(void *p) {
+    if (!p) return;
+    lock_heap();
+    for (uint32_t i = 0; i < nheap; ++i)
+        if (heap[i].lo == (uint64_t)p) {
+            heap[i] = heap[--nheap];
+            break;
+        }
+    unlock_heap();
+}
+}  // namespace ql_memcheck
+extern "C" __attribute__((visibility("hidden"), no_sanitize_address, used)) inline void *malloc(
+    size_t n) noexcept {
+    void *p = __libc_malloc(n);
+    ql_memcheck::heap_add(p, n);
+    return p;
+}
+extern "C" __attribute__((visibility("hidden"), no_sanitize_address, used)) inline void *calloc(
+    size_t k, size_t n) noexcept {
+    void *p = __libc_calloc(k, n);
+    ql_memcheck::heap_add(p, k * n);
+    return p;
+}
+extern "C" __attribute__((visibility("hidden"), no_sanitize_address, used)) inline void free(
+    void *p) noexcept {
+    ql_memcheck::heap_remove(p);
+    __libc_free(p);
+}
+extern "C" __attribute__((visibility("hidden"), no_sanitize_address, used)) inline void *realloc(
+    void *p, size_t n) noexcept {
+    void *q = __libc_realloc(p, n);
+    if (q || !n) ql_memcheck::heap_remove(p);   /* a failed realloc leaves p as it was */
+    ql_memcheck::heap_add(q, n);
+    return q;
+}
+__asm__(".hidden malloc\n.hidden calloc\n.hidden free\n.hidden realloc");
 
 /* GCC's registration of the module's globals (redzones after each). */
 struct ql_asan_global {
