@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ... import cache as cache_mod
 from ...errors import CacheError, CompileError, CompileWarning
+from ...cache_lock import miss_lock
 from ...host_code import device_part
 from ...signature import (KernelDecl, SignatureError, kernel_expressions, parse_kernels,
                           strip_comments)
@@ -237,8 +238,11 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
         library = _loaded.get(key)
         built = Built.of(library) if library is not None else _load_cached(key)
         if built is None:
-            built = _build(key, source, options, name_expressions, debug, origin, filename,
-                           first_line, cc)
+            with miss_lock(_cache, "cpu", key):   # one compile per node (cache_lock.py)
+                built = _load_cached(key)   # a leader may have stored it meanwhile
+                if built is None:
+                    built = _build(key, source, options, name_expressions, debug, origin,
+                                   filename, first_line, cc)
         _loaded[key] = built.library
         return built
 
