@@ -48,7 +48,7 @@ from .errors import CompileError
 
 __all__ = ["wanted", "build", "StubLibrary", "stub_source"]
 
-FORMAT = "quicklaunch-host-stub-2"
+FORMAT = "quicklaunch-host-stub-3"
 ENV = "QUICKLAUNCH_STUB"
 FLAGS = ("-std=c++17", "-fPIC", "-g", "-O1", "-fno-omit-frame-pointer",
          "-fno-inline", "-fno-ipa-icf", "-fvisibility=hidden", "-fno-exceptions",
@@ -247,7 +247,7 @@ def stub_source(kernels, source: str | None = None) -> tuple[str, dict[str, str]
                 pname = f"{pname}_"
             args.append((ty, pname))
         scopes, leaf = _split_scope(name)
-        ph = f"QLSTUBNAME{i}Q"
+        ph = f"ql_host_stub_{i}_{re.sub(r'[^A-Za-z0-9_]', '_', leaf)}"
         names[ph] = leaf
         decl = ", ".join(f"{ty} {n}" for ty, n in args) or "void"
         refs = ", ".join(f"(void *)&{n}" for _, n in args) or "0"
@@ -306,7 +306,7 @@ def _rename(asm: str, names: dict[str, str]) -> str:
     """The placeholders' DWARF names in the assembly -> the kernels' names."""
     def sub(m):
         return '"' + names[m[1]].replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return re.sub(r'"(QLSTUBNAME\d+Q)"', sub, asm)
+    return re.sub(r'"(ql_host_stub_\d+_\w*)"', sub, asm)
 
 
 def _run(cc, args: list[str], cwd: Path, what: str, text: str):
