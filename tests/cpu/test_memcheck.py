@@ -28,6 +28,8 @@ def _gcc() -> bool:
 pytestmark = pytest.mark.skipif(not _gcc(), reason="memcheck builds need g++")
 
 SOURCE = r"""
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
 __device__ float table[8];
 
 __global__ void fill(float *y, float v) {
@@ -79,6 +81,25 @@ __global__ void heap(float *out, int over) {
     for (int i = 0; i < 4 + over; ++i) h[i] = (float)i;
     out[threadIdx.x] = h[threadIdx.x % 4];
     free(h);
+}
+
+__global__ void copy(float *dst, const float *src, int n) {
+    if (threadIdx.x == 0) memcpy(dst, src, n * sizeof(float));
+    if (threadIdx.x == 1) memset(dst, 0, sizeof(float));
+}
+
+__global__ void groups(const float *x, float *y, float *z) {
+    cg::grid_group grid = cg::this_grid();
+    auto t = cg::tiled_partition<32>(cg::this_thread_block());
+    float v = x[grid.thread_rank()];
+    for (int o = 16; o > 0; o /= 2) v += t.shfl_down(v, o);
+    if (t.thread_rank() == 0) y[grid.thread_rank() / 32] = v;
+    grid.sync();
+    if (grid.thread_rank() == 0) {
+        float s = 0;
+        for (unsigned i = 0; i < grid.size() / 32; ++i) s += y[i];
+        z[0] = s;
+    }
 }
 
 __global__ void count(int *c, int n) { atomicAdd(&c[threadIdx.x % n + (threadIdx.x >= 32)], 1); }
@@ -291,3 +312,34 @@ def test_device_malloc(mc):
     with pytest.raises(ql.LaunchError, match=r"thread \(0, 0, 0\): 0 bytes past the end of a "
                                              r"16-byte block of device-side malloc at 0x"):
         mc.heap[1, 8](out, 1)
+
+
+def test_memcpy_and_memset_are_checked(mc):
+    src = np.arange(8, dtype=np.float32)
+    dst = poisoned(12, np.float32)
+    mc.copy[1, 2](dst[:8], src, 8)
+    np.testing.assert_array_equal(dst[:8], [0, 1, 2, 3, 4, 5, 6, 7])
+    with pytest.raises(ql.LaunchError, match=r"invalid write of 40 bytes .* thread \(0, 0, 0\)"
+                                             r": 0 bytes past the end of parameter 1 'dst'"):
+        mc.copy[1, 2](dst[:8], np.arange(10, dtype=np.float32), 10)
+    assert np.isnan(dst[8:]).all()
+
+
+def test_a_memcheck_launch_is_not_recorded_into_a_graph(mc, cpu):
+    y = np.zeros(32, np.float32)
+    with pytest.raises(ql.LaunchValueError, match="memcheck build"):
+        with ql.graph(device=cpu):
+            mc.fill[1, 32](y, 1.0)
+
+
+def test_cooperative_groups_and_warp_shuffles(mc, plain):
+    x = np.random.default_rng(3).random(256, dtype=np.float32)
+    out = {}
+    for name, mod in (("mc", mc), ("plain", plain)):
+        y, z = poisoned(8, np.float32), poisoned(1, np.float32)
+        mod.groups.configure(4, 64, cooperative=True)(x, y, z)
+        out[name] = (y, z)
+    np.testing.assert_array_equal(out["mc"][0], out["plain"][0])
+    np.testing.assert_allclose(out["mc"][1], x.astype(np.float64).sum(), rtol=1e-5)
+    with pytest.raises(ql.LaunchError, match=r"0 bytes past the end of parameter 2 'y'"):
+        mc.groups.configure(4, 64, cooperative=True)(x, np.zeros(7, np.float32), z)

@@ -29,7 +29,8 @@ import threading
 
 import numpy as np
 
-from ...errors import CompileError, LaunchError
+from ...capture import active_capture
+from ...errors import CompileError, LaunchError, LaunchValueError
 from .toolchain import INCLUDE_DIR
 
 ENV = "QUICKLAUNCH_MEMCHECK"
@@ -142,6 +143,11 @@ def checked(kernel, run):
     sync = getattr(stream, "synchronize", None)
 
     def launch(*args):
+        if active_capture() is not None:
+            raise LaunchValueError(
+                f"kernel '{kernel.name}' is a memcheck build: its launches check against "
+                f"buffers set at each launch, which a graph replay would not set; record the "
+                f"graph from a release or debug build (ql.compile without memcheck=True)")
         buf, n, notes = st.buffer, 0, {}
         for i, p in pointers:
             if i >= len(args) or n >= 256:

@@ -197,7 +197,8 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc, void *caller) 
     if (!me.ready) init_thread();
     /* the launch's records, read by the block loop */
     const ql_cpu_dims *d = ql_launch_dims;
-    if (d) {
+    if (!d) return;   /* not in a launch (the module's static initialisers) */
+    {
         if (inside(a, n, (uintptr_t)d, sizeof *d)) return;
         if (d->error && inside(a, n, (uintptr_t)d->error, sizeof *d->error)) return;
         if (d->shared_bytes && __ql_dyn_shared) {
@@ -350,6 +351,35 @@ extern "C" __attribute__((visibility("hidden"), no_sanitize_address, used)) inli
     return q;
 }
 __asm__(".hidden malloc\n.hidden calloc\n.hidden free\n.hidden realloc");
+
+/* memcpy, memmove and memset with a size g++ does not know are library
+ * calls, which the instrumentation does not check: this module's calls get
+ * these hidden definitions, which check both ranges first. */
+extern "C" void *__memcpy_chk(void *, const void *, size_t, size_t);
+extern "C" void *__memmove_chk(void *, const void *, size_t, size_t);
+extern "C" void *__memset_chk(void *, int, size_t, size_t);
+extern "C" __attribute__((visibility("hidden"), no_sanitize_address, used)) inline void *memcpy(
+    void *d, const void *s, size_t n) noexcept {
+    if (n) {
+        ql_memcheck::check(s, n, 0, __builtin_return_address(0), __builtin_return_address(1));
+        ql_memcheck::check(d, n, 1, __builtin_return_address(0), __builtin_return_address(1));
+    }
+    return __memcpy_chk(d, s, n, (size_t)-1);
+}
+extern "C" __attribute__((visibility("hidden"), no_sanitize_address, used)) inline void *memmove(
+    void *d, const void *s, size_t n) noexcept {
+    if (n) {
+        ql_memcheck::check(s, n, 0, __builtin_return_address(0), __builtin_return_address(1));
+        ql_memcheck::check(d, n, 1, __builtin_return_address(0), __builtin_return_address(1));
+    }
+    return __memmove_chk(d, s, n, (size_t)-1);
+}
+extern "C" __attribute__((visibility("hidden"), no_sanitize_address, used)) inline void *memset(
+    void *d, int c, size_t n) noexcept {
+    if (n) ql_memcheck::check(d, n, 1, __builtin_return_address(0), __builtin_return_address(1));
+    return __memset_chk(d, c, n, (size_t)-1);
+}
+__asm__(".hidden memcpy\n.hidden memmove\n.hidden memset");
 
 /* GCC's registration of the module's globals (redzones after each). */
 struct ql_asan_global {
