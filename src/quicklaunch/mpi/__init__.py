@@ -17,6 +17,9 @@ initialised) on the first call that needs it. Install both with
   helpers here take the ``streams`` that wrote the buffer and, in debug mode
   (``QUICKLAUNCH_DEBUG=1`` or ``debug=True``), raise ``PendingStreamError``
   when one of them, or the device's default stream, still has work queued.
+  (Debug-mode launches are themselves synchronous, so what the check catches
+  is work from fast-path modules compiled with ``debug=False``, graph
+  replays, and other libraries' streams passed in ``streams``.)
 * ``comm()`` installs an excepthook that names the failing rank and its
   error and calls ``MPI_Abort``, so one rank's failure ends the job instead
   of leaving the others blocked in a collective (``QUICKLAUNCH_MPI_ABORT=0``
