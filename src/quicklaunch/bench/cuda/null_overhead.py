@@ -280,6 +280,10 @@ def quicklaunch_rows(drv: Driver) -> list:
     dev = ql.device("cuda")
     mod = ql.compile(KSRC, device=dev)
     dbg = ql.compile(KSRC, device=dev, debug=True)
+    try:
+        stb = ql.compile(KSRC, device=dev, stub=True)
+    except ql.CompileError as exc:   # no host C++ compiler: the row says so
+        stb = exc
     c = CBaseline(dev)
     clib = library()
     _, _, kinds = bench_kernels()
@@ -291,6 +295,9 @@ def quicklaunch_rows(drv: Driver) -> list:
         ("quicklaunch graph replay", "quicklaunch", ENTRY,
          f"{GRAPH_LAUNCHES} configured launches recorded once, g.replay(); ns per kernel "
          "(one cuGraphLaunch per replay: on the null driver nearly free)"),
+        ("quicklaunch C stub", "quicklaunch", ENTRY,
+         "a stub=True build's configured launch: the kernel's C host stub (nvcc's), then "
+         "cuLaunchKernel"),
         ("quicklaunch debug stub", "quicklaunch", ENTRY,
          "a debug=True build's configured launch: checks in Python, then the C path"),
         (C_LOOP[ENTRY], "reference", None,
@@ -314,6 +321,12 @@ def quicklaunch_rows(drv: Driver) -> list:
                           ("quicklaunch direct", f"k.launch(1, 1, {a})"),
                           ("quicklaunch debug stub", f"stub({a})")):
             rows[row].cases[n] = Case(_timer(stmt, env), _once(stmt, env), exp)
+        if isinstance(stb, Exception):
+            rows["quicklaunch C stub"].cases[n] = stb
+        else:
+            env["cstub"] = stb.get_kernel(f"empty{n}").configure(1, 1)
+            rows["quicklaunch C stub"].cases[n] = Case(
+                _timer(f"cstub({a})", env), _once(f"cstub({a})", env), exp)
         try:
             with ql.graph(device=dev) as g:
                 for _ in range(GRAPH_LAUNCHES):
