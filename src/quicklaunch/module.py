@@ -256,6 +256,9 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
     ``stub=True`` (or ``QUICKLAUNCH_STUB=1``; implied by ``debug``) launches
     every kernel through a C host stub named after it, built with the host
     C++ compiler, so plain gdb can ``break saxpy`` (quicklaunch.host_stub).
+    ``memcheck=True`` (or ``QUICKLAUNCH_MEMCHECK=1``; CPU device, g++; implies
+    ``debug``) checks every load and store of the kernels against the launch's
+    buffers before it happens (quicklaunch.backends.cpu.memcheck).
     """
     if not isinstance(source, str):
         raise TypeError(f"source must be a str of CUDA C++, got {type(source).__name__}")
