@@ -58,6 +58,9 @@ QL_ROWS = (
     ("graph replay", "quicklaunch graph replay", "quicklaunch",
      f"{launch_bench.GRAPH_LAUNCHES} configured launches recorded once (ql.graph), then "
      "g.replay(); ns per kernel"),
+    ("C stub", "quicklaunch C stub", "quicklaunch",
+     "a stub=True build's configured launch: the kernel's C host stub (nvcc's behaviour), "
+     "then the launch entry"),
     ("debug stub", "quicklaunch debug stub", "quicklaunch",
      "a debug=True build's configured launch: argument checks in Python, then the C path"),
     ("C baseline", "C baseline", "reference",
