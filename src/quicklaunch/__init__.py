@@ -17,7 +17,9 @@ from .graphs import Graph, graph
 
 _launch._register_errors(LaunchError, LaunchTypeError, LaunchValueError, LaunchOverflowError)
 from .trace import _from_environment  # noqa: E402
+from . import env as _env  # noqa: E402
 
+_env.check()   # a bad value of a variable quicklaunch reads is an error here, naming it
 _from_environment()
 Launcher = _launch.Launcher
 
