@@ -343,3 +343,28 @@ def test_cooperative_groups_and_warp_shuffles(mc, plain):
     np.testing.assert_allclose(out["mc"][1], x.astype(np.float64).sum(), rtol=1e-5)
     with pytest.raises(ql.LaunchError, match=r"0 bytes past the end of parameter 2 'y'"):
         mc.groups.configure(4, 64, cooperative=True)(x, np.zeros(7, np.float32), z)
+
+
+def test_memcheck_is_for_the_cpu_device():
+    from quicklaunch.backends.cpu import memcheck
+
+    class Gpu:
+        kind, name = "cuda", "cuda:0"
+
+    with pytest.raises(ql.CompileError, match="compute-sanitizer"):
+        memcheck.requested(True, Gpu())
+    assert memcheck.requested(False, Gpu()) is False
+
+
+def test_the_variable_leaves_gpu_compiles_alone(monkeypatch):
+    from quicklaunch.backends.cpu import memcheck
+
+    class Gpu:
+        kind, name = "hip", "hip:0"
+
+    monkeypatch.setenv("QUICKLAUNCH_MEMCHECK", "1")
+    assert memcheck.requested(None, Gpu()) is False
+    assert memcheck.requested(None, ql.device("cpu")) is True
+    monkeypatch.setenv("QUICKLAUNCH_MEMCHECK", "2")
+    with pytest.raises(ql.CompileError, match="expected 0 or 1"):
+        memcheck.requested(None, ql.device("cpu"))

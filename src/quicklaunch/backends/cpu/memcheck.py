@@ -39,16 +39,18 @@ MODE = "memcheck"    # the `debug` value a memcheck build is compiled with
 
 def requested(memcheck, device) -> bool:
     """Whether a compile is a memcheck build: ``memcheck`` if given, else
-    $QUICKLAUNCH_MEMCHECK (0/1). Only the CPU device, built by g++, has one."""
+    $QUICKLAUNCH_MEMCHECK (0/1). Only the CPU device, built by g++, has one
+    (the variable leaves a GPU's compiles alone; memcheck=True there is an
+    error)."""
+    kind = getattr(device, "kind", "cpu")
     if memcheck is None:
         value = os.environ.get(ENV, "").strip()
         if value not in ("", "0", "1"):
             raise CompileError(f"{ENV}={value!r}: expected 0 or 1")
-        memcheck = value == "1"
+        memcheck = value == "1" and kind == "cpu"
     memcheck = bool(memcheck)
     if not memcheck:
         return False
-    kind = getattr(device, "kind", "cpu")
     if kind != "cpu":
         raise CompileError(f"memcheck=True is the CPU device's memory checker; on "
                            f"{getattr(device, 'name', kind)} use NVIDIA's compute-sanitizer "
