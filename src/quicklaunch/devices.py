@@ -142,16 +142,18 @@ def default_device() -> Device:
     return device(spec)
 
 
-_rank_probe: list[str] = []
+_rank_choice: dict[str, str] = {}   # default kind -> this process's spec
 
 
 def _rank_spec() -> str:
-    """The default device's spec for this process, chosen once: under MPI
-    ``kind:{local_rank % devices}``, or the CPU pinned to the local rank's
-    share of the cores (mpi/local.py; no mpi4py import)."""
-    if not _rank_probe:
+    """The default device's spec for this process, chosen once per default
+    kind: under MPI ``kind:{local_rank % devices}``, or the CPU pinned to the
+    local rank's share of the cores (mpi/local.py; no mpi4py import)."""
+    kind = _usable_default()
+    spec = _rank_choice.get(kind)
+    if spec is None:
         from .mpi import local
-        kind = _usable_default()
         _, row = entry(kind)
-        _rank_probe.append(local.choose(kind, row.single, importlib.import_module(row.module)))
-    return _rank_probe[0]
+        spec = _rank_choice[kind] = local.choose(kind, row.single,
+                                                 importlib.import_module(row.module))
+    return spec
