@@ -94,7 +94,6 @@ class _State:
         self.lines: dict[int, str] = {}
 
 
-_states: dict[int, _State] = {}
 _states_lock = threading.Lock()
 
 

@@ -76,7 +76,11 @@ static object heap[MAX_HEAP];
 static uint32_t nheap;
 static int heap_lock;
 QL_MC_INLINE void lock_heap(void) {
-    while (__atomic_exchange_n(&heap_lock, 1, __ATOMIC_ACQUIRE)) __builtin_ia32_pause();
+    while (__atomic_exchange_n(&heap_lock, 1, __ATOMIC_ACQUIRE)) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    }
 }
 QL_MC_INLINE void unlock_heap(void) { __atomic_store_n(&heap_lock, 0, __ATOMIC_RELEASE); }
 static uint64_t tls_size;
