@@ -171,3 +171,35 @@ def test_break_saxpy_stops_at_the_launch_and_at_the_kernel_entry(tmp_path):
     for s in stops[2:]:
         assert s[2] == f"x={x[1]}, v=0.75, n=1", s
     assert "ql_stub_trampoline_" in text and "exited normally" in text
+
+
+SET_VAR = textwrap.dedent('''\
+    import numpy as np, quicklaunch as ql
+    SRC = r"""
+    extern "C" __global__ void saxpy(float a, const float *x, float *y, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) y[i] = a * x[i] + y[i];
+    }
+    """
+    mod = ql.compile(SRC, device="cpu", stub=True)
+    x = np.ones(8, np.float32)
+    y = np.zeros(8, np.float32)
+    mod.saxpy[1, 8](2.5, x, y, 8)
+    print("y", y.tolist(), flush=True)
+''')
+
+
+@pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+def test_arguments_changed_in_the_stub_are_what_launches(tmp_path):
+    """The stub rebuilds the parameter array from its own arguments, as
+    nvcc's does: `set var` at the breakpoint changes the launch."""
+    script = tmp_path / "set_var.py"
+    script.write_text(SET_VAR)
+    argv = ["gdb", "-q", "-batch", "-nx"]
+    for c in ["set breakpoint pending on", "break saxpy", "run", "set var n = 3",
+              "set var a = 4", "delete", "continue"]:
+        argv += ["-ex", c]
+    out = subprocess.run(argv + ["--args", sys.executable, str(script)], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    text = out.stdout + out.stderr
+    assert "y [4.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0]" in text, text[-3000:]
