@@ -102,6 +102,18 @@ __global__ void groups(const float *x, float *y, float *z) {
     }
 }
 
+__device__ void accumulate(float *acc, const float *v, int n) {
+    for (int i = 0; i < n; ++i) acc[i] += v[i];
+}
+
+__global__ void locals(const float *x, float *y, int n) {
+    float acc[4] = {0, 0, 0, 0};          // on the fiber's stack, through a pointer
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (4 * i + 4 <= n) accumulate(acc, x + 4 * i, 4);
+    __syncthreads();
+    if (i < n / 4) y[i] = acc[0] + acc[1] + acc[2] + acc[3];
+}
+
 __global__ void count(int *c, int n) { atomicAdd(&c[threadIdx.x % n + (threadIdx.x >= 32)], 1); }
 """
 with open(__file__) as _this:
@@ -368,3 +380,23 @@ def test_the_variable_leaves_gpu_compiles_alone(monkeypatch):
     monkeypatch.setenv("QUICKLAUNCH_MEMCHECK", "2")
     with pytest.raises(ql.CompileError, match="expected 0 or 1"):
         memcheck.requested(None, ql.device("cpu"))
+
+
+def test_locals_through_pointers_on_fiber_stacks(mc, plain):
+    x = np.random.default_rng(5).random(4 * 512, dtype=np.float32)
+    got, want = poisoned(512, np.float32), poisoned(512, np.float32)
+    mc.locals[4, 128](x, got, x.size)
+    plain.locals[4, 128](x, want, x.size)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_launch_on_the_worker_pool(mc, plain):
+    n = 100_000                       # 391 blocks of 256: more than runs inline
+    big = poisoned(n + 64, np.float32)
+    x = np.random.default_rng(9).random(n, dtype=np.float32)
+    mc.shift_read[(n + 255) // 256, 256](x, big[:n], n, 0)
+    np.testing.assert_array_equal(big[:n], x)
+    with pytest.raises(ql.LaunchError, match=r"0 bytes past the end of parameter 1 'y' "
+                                             r"\(float \*: 400000 bytes"):
+        mc.fill[(n + 255) // 256, 256](big[:n], 1.0)
+    assert np.isnan(big[n:]).all()
