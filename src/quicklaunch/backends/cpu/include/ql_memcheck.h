@@ -4,7 +4,8 @@
  * see backends/cpu/memcheck.py) is a debug build (-O0 -g) compiled with
  * GCC's outline address-sanitizer instrumentation and no ASan runtime:
  *     -fsanitize=kernel-address --param asan-instrumentation-with-call-threshold=0
- *     --param asan-stack=0 -include ql_memcheck.h -DQL_MEMCHECK=1 -DQL_ABORTS=1
+ *     --param asan-stack=0 --param asan-globals=1 -include ql_memcheck.h
+ *     -DQL_MEMCHECK=1 -DQL_ABORTS=1     (toolchain.MEMCHECK_FLAGS)
  * so every load and store through a pointer in the module's code calls
  * __asan_{load,store}{1,2,4,8,16,N}_noabort(address[, size]) *before* the
  * access. This header defines those functions (uninstrumented), so the
@@ -18,6 +19,8 @@
  *     variables and the shim's own: ql_memcheck_tls gives their offsets and
  *     sizes from the module's symbol table),
  *   - the CPU thread's stack or this worker's fiber stacks (locals),
+ *   - a block from malloc/calloc/realloc in this module's code (their hidden
+ *     definitions below record the live blocks),
  *   - one of the module's globals (__device__, __constant__: GCC registers
  *     them, with redzones between them, through __asan_register_globals),
  *     or the module's other mapped data (string literals),
@@ -26,7 +29,9 @@
  * text plus a machine-readable tail that the stub turns into names and the
  * source line) and the CUDA thread stops (ql_abort_thread): the access never
  * happens. The shim's helpers (QL_FN) are not instrumented in these builds,
- * except the atomics, which touch the user's memory.
+ * except the atomics, which touch the user's memory; memcpy, memmove and
+ * memset calls are checked by hidden definitions here. The checker itself is
+ * compiled -O2 (by attribute) inside the -O0 build.
  *
  * Included first (by -include), before the translation unit's own
  * #include "cuda_shim.h". */
