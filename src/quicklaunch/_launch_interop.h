@@ -166,14 +166,23 @@ static int via_data_ptr(KernelCore *k, uint32_t i, PyObject *o, void **out) {
         if (ordinal == -1 && PyErr_Occurred()) return -1;
     }
     if (on_host != k->host_memory || (!on_host && ordinal != k->dlpack_ordinal)) {
+        /* the tensor's device by its own name (torch: .device), else from the answers */
         PyObject *dev = PyObject_GetAttrString(o, "device");
         PyObject *name = dev ? PyObject_Str(dev) : NULL;
         Py_XDECREF(dev);
-        if (!name) return -1;
-        int rc = arg_error(k, i, LaunchValueError, "the %.100s lives on %U, the kernel on %U; "
-                           "move it to the kernel's device (e.g. .to('%s'))",
-                           Py_TYPE(o)->tp_name, name, k->device_name,
-                           k->host_memory ? "cpu" : "cuda");
+        if (!name) {
+            PyErr_Clear();
+            name = on_host ? PyUnicode_FromString("the host")
+                           : PyUnicode_FromFormat("cuda:%ld", ordinal);
+            if (!name) return -1;
+        }
+        int rc = on_host && !k->host_memory
+            ? arg_error(k, i, LaunchTypeError, "the %.100s lives on %U, not on a CUDA device: "
+                        "the kernel runs on %U; move it there first (e.g. .cuda())",
+                        Py_TYPE(o)->tp_name, name, k->device_name)
+            : arg_error(k, i, LaunchValueError, "the %.100s lives on %U, the kernel on %U; "
+                        "move it to the kernel's device (e.g. .to('%s'))", Py_TYPE(o)->tp_name,
+                        name, k->device_name, k->host_memory ? "cpu" : "cuda");
         Py_DECREF(name);
         return rc;
     }

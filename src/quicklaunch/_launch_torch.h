@@ -70,9 +70,11 @@ static ql_got torch_got(int32_t st) {
 
 /* The first time a tensor-like type is met: let Python look for the ABI. */
 static void torch_abi_try(void) {
-    torch_abi_tried = 1;
     PyObject *m = PyImport_ImportModule("quicklaunch.frameworks._torch_abi");
     PyObject *r = m ? PyObject_CallMethod(m, "register", NULL) : NULL;
+    /* None: torch is not imported yet (a tensor-like type of another library):
+     * ask again at the next new type; True or False: decided for good */
+    if (!r || r != Py_None) torch_abi_tried = 1;
     Py_XDECREF(r);
     Py_XDECREF(m);
     PyErr_Clear(); /* no ABI: the Python path serves */

@@ -19,7 +19,9 @@ typedef unsigned long long CUdeviceptr;
 #define INTERNAL __attribute__((visibility("hidden")))
 
 enum { OK = 0, E_VALUE = 1, E_OOM = 2, E_NOINIT = 3, E_DEVICE = 101, E_IMAGE = 200, E_CONTEXT = 201,
-       E_NOBINARY = 209, E_PTX = 218, E_PTXVER = 222, E_HANDLE = 400, E_NOTFOUND = 500, E_NOT_READY = 600 };
+       E_NOBINARY = 209, E_PTX = 218, E_PTXVER = 222, E_HANDLE = 400, E_NOTFOUND = 500, E_NOT_READY = 600,
+       E_CAPTURE_UNSUPPORTED = 900, E_CAPTURE_INVALIDATED = 901, E_CAPTURE_UNMATCHED = 903,
+       E_CAPTURE_IMPLICIT = 906, E_ILLEGAL_STATE = 401 };
 enum { MAX_DEV = 8, RING = 64, DEFAULT_SMEM = 49152, OPTIN_SMEM = 232448 };
 
 typedef struct { int device, refs; } Ctx;
@@ -56,13 +58,24 @@ INTERNAL unsigned char *pack_params(Func *f, void **params);
 INTERNAL CUresult record_launch(Func *f, const unsigned d[6], unsigned shared, void *stream, const unsigned char *bytes);
 
 /* fake_streams.c (called with the lock held) */
-INTERNAL CUresult stream_check(void *h);  /* NULL, legacy, per-thread or a stream of the current context */
+INTERNAL CUresult stream_check(void *h);
+/* stream capture: a launch on a capturing stream becomes a node of its graph
+ * (*captured = 1); a launch on the legacy stream while a blocking stream is
+ * capturing (not relaxed) invalidates that capture and fails (906) */
+INTERNAL CUresult capture_launch(void *h, const unsigned d[6], unsigned shared, void *stream,
+                                 void **params, int *captured);
+/* an API that is unsafe during a capture (alloc, module load): 900 if any
+ * capture that is not relaxed is running */
+INTERNAL CUresult capture_forbids(void);  /* NULL, legacy, per-thread or a stream of the current context */
 
 /* fake_streams.c's entry points, for cuGetProcAddress */
 EXPORT CUresult cuCtxSynchronize(void);
 EXPORT CUresult cuStreamCreate(void **ps, unsigned flags);
 EXPORT CUresult cuStreamDestroy_v2(void *s);
 EXPORT CUresult cuStreamSynchronize(void *s);
+EXPORT CUresult cuStreamBeginCapture_v2(void *s, int mode);
+EXPORT CUresult cuStreamEndCapture(void *s, void **pg);
+EXPORT CUresult cuStreamIsCapturing(void *s, int *status);
 EXPORT CUresult cuStreamQuery(void *s);
 EXPORT CUresult cuStreamWaitEvent(void *s, void *e, unsigned flags);
 EXPORT CUresult cuEventCreate(void **pe, unsigned flags);

@@ -95,6 +95,10 @@ static const struct { int code; const char *name, *text; } errors[] = {
     {400, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
     {500, "CUDA_ERROR_NOT_FOUND", "named symbol not found"},
     {600, "CUDA_ERROR_NOT_READY", "device not ready"},
+    {401, "CUDA_ERROR_ILLEGAL_STATE", "the operation cannot be performed in the present state"},
+    {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED", "operation not permitted when stream is capturing"},
+    {901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED", "operation failed due to a previous error during capture"},
+    {906, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT", "operation would make the legacy stream depend on a capturing blocking stream"},
     {700, "CUDA_ERROR_ILLEGAL_ADDRESS", "an illegal memory access was encountered"},
     {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", "too many resources requested for launch"},
     {720, "CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "too many blocks in cooperative launch"},
@@ -196,6 +200,7 @@ static void drop_alloc(Alloc *a) { free(P(a->base)); *a = allocs[--nallocs]; }
 static CUresult mem_alloc(CUdeviceptr *dptr, size_t size) {
     NEED_CTX();
     if (!dptr || !size) return E_VALUE;
+    if (capture_forbids()) return E_CAPTURE_UNSUPPORTED;
     long long limit = env_ll("FAKE_CUDA_MEM_LIMIT", -1);
     size_t used = 0;
     for (int i = 0; i < nallocs; i++) used += allocs[i].user && allocs[i].device == current->device ? allocs[i].size : 0;
@@ -479,6 +484,7 @@ static void free_module(Module *m) {
 static CUresult module_load(void **pm, const void *image) {
     NEED_CTX();
     if (!pm || !image) return E_VALUE;
+    if (capture_forbids()) return E_CAPTURE_UNSUPPORTED;
     Module *m = calloc(1, sizeof *m);
     if (!m) return E_OOM;
     m->ctx = current;
@@ -591,6 +597,9 @@ static CUresult launch(void *h, const unsigned d[6], unsigned shared, void *stre
     Func *f = find_func(h);
     CUresult r = check_launch(f, d, shared, params, extra);
     if (r || (r = stream_check(stream)) || (r = (CUresult)env_ll("FAKE_CUDA_FAIL_LAUNCH", 0))) return r;
+    int captured;
+    r = capture_launch(h, d, shared, stream, params, &captured);
+    if (r || captured) return r;
     unsigned char *bytes = pack_params(f, params);
     if (!bytes) return E_OOM;
     r = record_launch(f, d, shared, stream, bytes);
@@ -667,6 +676,8 @@ static const struct { const char *name; int since; void *fn; } procs[] = {
     ENTRY("cuMemcpyDtoD", cuMemcpyDtoD_v2), ENTRY("cuMemsetD8", cuMemsetD8_v2),
     ENTRY("cuPointerGetAttribute", cuPointerGetAttribute),
     /* fake_streams.c */
+    VENTRY("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2),
+    ENTRY("cuStreamEndCapture", cuStreamEndCapture), ENTRY("cuStreamIsCapturing", cuStreamIsCapturing),
     ENTRY("cuStreamCreate", cuStreamCreate), ENTRY("cuStreamDestroy", cuStreamDestroy_v2),
     ENTRY("cuStreamSynchronize", cuStreamSynchronize), ENTRY("cuStreamQuery", cuStreamQuery),
     VENTRY("cuStreamWaitEvent", 3020, cuStreamWaitEvent),

@@ -56,7 +56,15 @@
 
 #include "fake_cuda.h"
 
-typedef struct Stream { struct Stream *next; Ctx *ctx; } Stream;
+typedef struct Graph Graph;
+typedef struct Stream {
+    struct Stream *next;
+    Ctx *ctx;
+    unsigned flags;       /* CU_STREAM_NON_BLOCKING = 1 */
+    Graph *capture;       /* the graph being captured, or NULL */
+    int mode, invalid;    /* CUstreamCaptureMode (0 global, 1 thread-local, 2 relaxed) */
+    void *last;           /* the capture's latest node: the next one depends on it */
+} Stream;
 typedef struct Event { struct Event *next; Ctx *ctx; unsigned flags; int recorded; double ms; } Event;
 enum { NODE_KERNEL = 1, NODE_WAIT = 2 };
 typedef struct Graph Graph;
@@ -114,7 +122,7 @@ static CUresult stream_create(void **ps, unsigned flags) {
     if (!ps || flags > 1) return E_VALUE;  /* CU_STREAM_DEFAULT, CU_STREAM_NON_BLOCKING */
     Stream *s = calloc(1, sizeof *s);
     if (!s) return E_OOM;
-    s->ctx = current, s->next = streams, streams = s;
+    s->ctx = current, s->flags = flags, s->next = streams, streams = s;
     return *ps = s, OK;
 }
 EXPORT CUresult cuStreamCreate(void **ps, unsigned flags) { LOCKED(stream_create(ps, flags)); }
@@ -125,15 +133,25 @@ static CUresult stream_destroy(void *h) {
     return E_HANDLE;
 }
 EXPORT CUresult cuStreamDestroy_v2(void *s) { LOCKED(stream_destroy(s)); }
+static int any_capture(int unsafe_only) {
+    for (Stream *s = streams; s; s = s->next)
+        if (s->capture && s->ctx == current && (!unsafe_only || s->mode != 2)) return 1;
+    return 0;
+}
+CUresult capture_forbids(void) { return any_capture(1) ? E_CAPTURE_UNSUPPORTED : OK; }
 static CUresult stream_sync(void *h, int query) {
     CUresult r = stream_check(h);
     if (r || (r = async_error())) return r;
+    Stream *cs = find_stream(h);
+    if (cs && cs->capture) return cs->invalid = 1, E_CAPTURE_UNSUPPORTED;  /* not legal while capturing */
+    if ((h == NULL || h == P(1)) && any_capture(1)) return E_CAPTURE_UNSUPPORTED;
     return query && not_ready() ? E_NOT_READY : OK;
 }
 EXPORT CUresult cuStreamSynchronize(void *s) { LOCKED(stream_sync(s, 0)); }
 EXPORT CUresult cuStreamQuery(void *s) { LOCKED(stream_sync(s, 1)); }
 static CUresult ctx_sync(void) {
     NEED_CTX();
+    if (any_capture(1)) return E_CAPTURE_UNSUPPORTED;
     return async_error();
 }
 EXPORT CUresult cuCtxSynchronize(void) { LOCKED(ctx_sync()); }
@@ -469,4 +487,66 @@ EXPORT int fake_cuda_graph_deps(void *graph, int index, int *deps, int cap) {
     for (int i = 0; deps && i < n && i < cap; i++) deps[i] = node->deps[i];
     pthread_mutex_unlock(&lock);
     return n;
+}
+
+/* ---- stream capture ---- */
+static CUresult begin_capture(void *h, int mode) {
+    CUresult r = stream_check(h);
+    if (r) return r;
+    Stream *s = find_stream(h);
+    if (!s) return E_CAPTURE_UNSUPPORTED;  /* the legacy stream cannot be captured */
+    if (mode < 0 || mode > 2) return E_VALUE;
+    if (s->capture) return E_ILLEGAL_STATE;
+    void *g;
+    if ((r = graph_create(&g, 0))) return r;
+    s->capture = g, s->mode = mode, s->invalid = 0, s->last = NULL;
+    return OK;
+}
+EXPORT CUresult cuStreamBeginCapture_v2(void *s, int mode) { LOCKED(begin_capture(s, mode)); }
+static CUresult end_capture(void *h, void **pg) {
+    CUresult r = stream_check(h);
+    if (r) return r;
+    Stream *s = find_stream(h);
+    if (!pg) return E_VALUE;
+    if (!s || !s->capture) return E_ILLEGAL_STATE;
+    Graph *g = s->capture;
+    s->capture = NULL, s->last = NULL;
+    if (s->invalid) {
+        graph_destroy(g);
+        *pg = NULL;
+        return E_CAPTURE_INVALIDATED;
+    }
+    return *pg = g, OK;
+}
+EXPORT CUresult cuStreamEndCapture(void *s, void **pg) { LOCKED(end_capture(s, pg)); }
+static CUresult is_capturing(void *h, int *status) {
+    CUresult r = stream_check(h);
+    if (r) return r;
+    if (!status) return E_VALUE;
+    Stream *s = find_stream(h);
+    *status = !s || !s->capture ? 0 : s->invalid ? 2 : 1;
+    return OK;
+}
+EXPORT CUresult cuStreamIsCapturing(void *s, int *status) { LOCKED(is_capturing(s, status)); }
+CUresult capture_launch(void *h, const unsigned d[6], unsigned shared, void *stream, void **params,
+                        int *captured) {
+    *captured = 0;
+    Stream *s = find_stream(stream);
+    if (!s) {
+        if (stream == P(2)) return OK;  /* per-thread stream: not implicitly synchronising */
+        CUresult r = OK;                /* the legacy stream syncs with blocking streams */
+        for (Stream *c = streams; c; c = c->next)
+            if (c->capture && c->ctx == current && !(c->flags & 1) && c->mode != 2)
+                c->invalid = 1, r = E_CAPTURE_IMPLICIT;
+        return r;
+    }
+    if (!s->capture) return OK;
+    *captured = 1;
+    if (s->invalid) return E_CAPTURE_INVALIDATED;
+    KernelParamsV2 p = {h, {d[0], d[1], d[2]}, {d[3], d[4], d[5]}, shared, params, NULL, NULL, NULL};
+    void *n, *deps[1] = {s->last};
+    CUresult r = add_node(&n, s->capture, deps, s->last ? 1 : 0, &p, NULL);
+    if (r) return s->invalid = 1, r;
+    s->last = n;
+    return OK;
 }

@@ -45,14 +45,17 @@ def _answers(fns, t, offset):
     return out
 
 
-def register() -> bool:
-    """Registers the accessors with the launcher; True when it did."""
+def register():
+    """Registers the accessors with the launcher: True when it did, False
+    when it cannot, None when torch is not imported (yet)."""
     global registered
     if registered:
         return True
     torch = sys.modules.get("torch")
+    if torch is None or not hasattr(torch, "Tensor"):
+        return None
     lib = _library()
-    if torch is None or lib is None:
+    if lib is None:
         return False
     try:
         fns = {n: getattr(lib, n) for n in _NAMES}

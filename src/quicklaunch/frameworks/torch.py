@@ -24,6 +24,9 @@ import re
 import torch
 
 from ..devices import device as _device
+from . import _torch_abi
+
+_torch_abi.register()  # the launcher's C reading of tensors (else on the first tensor seen)
 
 __all__ = ["launcher", "op", "current_stream", "LIBRARY"]
 

@@ -80,6 +80,10 @@ _LAZY = {
     "cuLaunchCooperativeKernel": [c_void_p, c_uint, c_uint, c_uint, c_uint, c_uint, c_uint,
                                   c_uint, c_void_p, c_void_p],
     "cuOccupancyMaxActiveBlocksPerMultiprocessor": [POINTER(c_int), c_void_p, c_int, c_size_t],
+    # stream capture (streams.py: the capture rules); cuStreamBeginCapture_v2 at 12000
+    "cuStreamBeginCapture": [c_void_p, c_int],
+    "cuStreamEndCapture": [c_void_p, POINTER(c_void_p)],
+    "cuStreamIsCapturing": [c_void_p, POINTER(c_int)],
 }
 
 # CUresult values the library reacts to
@@ -90,7 +94,22 @@ CUDA_ERROR_NO_BINARY_FOR_GPU = 209
 CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222
 CUDA_ERROR_NOT_FOUND = 500
 
+CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900
+CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901
+CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906
+
 _HINTS = {
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED:
+        "a stream is being captured into a CUDA graph (torch.cuda.graph, cuStreamBeginCapture) "
+        "and this cannot be recorded: compile, load, allocate and launch once before the "
+        "capture (torch's warm-up run does), and capture a build without debug=True (its "
+        "launches synchronise)",
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED:
+        "an earlier operation during this capture could not be recorded, which invalidated it",
+    CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+        "a launch on the legacy default stream while a blocking stream is being captured "
+        "would run outside the graph: launch on the capturing stream (stream=..., or "
+        "ql.torch.launcher(kernel, grid, block), which follows torch's current stream)",
     CUDA_ERROR_NO_BINARY_FOR_GPU: "the code was compiled for another GPU architecture",
     CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
         "the NVIDIA driver is older than the NVRTC that compiled the code; update the "

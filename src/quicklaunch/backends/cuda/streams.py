@@ -170,8 +170,41 @@ class CudaStreamOps:
             raise self._error(destroyed, "cuStreamDestroy", "Stream.close()")
 
     def stream_synchronize(self, s: int) -> None:
+        capturing = ctypes.c_int()
+        if s and not self._status(self._drv.cuStreamIsCapturing, s, byref(capturing)) and \
+                capturing.value:  # (a bad handle: the synchronisation below says so)
+            raise LaunchError(
+                "Stream.synchronize(): the stream is being captured into a CUDA graph, and a "
+                "synchronisation cannot be recorded (a debug=True build synchronises after "
+                "each launch: capture a build without debug=True)")
         self._call(self._drv.cuStreamSynchronize, "cuStreamSynchronize", "Stream.synchronize()",
                    s)
+
+    # ------------------------------------------------------ stream capture
+    # The driver records a launch on a capturing stream into the capture's
+    # graph by itself: the fast path needs nothing. What cannot be recorded
+    # (a synchronisation, an allocation, a module load, a launch on the
+    # legacy stream next to a capturing blocking stream) fails in the
+    # driver with a capture status, which CudaError explains (driver._HINTS).
+    def stream_is_capturing(self, s: int) -> bool:
+        """True while stream `s` is capturing (also when the capture was
+        invalidated and awaits its end)."""
+        status = ctypes.c_int()
+        self._call(self._drv.cuStreamIsCapturing, "cuStreamIsCapturing",
+                   "asking whether a stream is capturing", s, byref(status))
+        return status.value != 0
+
+    def stream_begin_capture(self, s: int, mode: int = 0) -> None:
+        """cuStreamBeginCapture (mode 0 global, 1 thread-local, 2 relaxed)."""
+        self._call(self._drv.cuStreamBeginCapture, "cuStreamBeginCapture",
+                   "beginning a stream capture", s, mode)
+
+    def stream_end_capture(self, s: int) -> int:
+        """Ends the capture of `s`: the captured CUgraph's handle."""
+        g = c_void_p()
+        self._call(self._drv.cuStreamEndCapture, "cuStreamEndCapture", "ending a stream capture",
+                   s, byref(g))
+        return g.value
 
     def stream_query(self, s: int) -> bool:
         status = self._status(self._drv.cuStreamQuery, s)
