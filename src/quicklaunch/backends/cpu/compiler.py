@@ -343,7 +343,10 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
     plan = _fission_plan(source, exprs, meta, filename, first_line, cc, debug)
     tu = translation_unit(source, exprs, filename, first_line, meta["tiers"], plan.code,
                           plan.rows)
-    defines = ("-DQL_TIER2=1",) if fibers else ()
+    # No FP contraction where a kernel may run in either of two tiers: GCC's
+    # choice of which a*b+c become FMAs depends on the code's shape, and the
+    # fission and fiber versions of a kernel must give the same bits.
+    defines = ("-DQL_TIER2=1", "-ffp-contract=off") if fibers else ()
     if re.search(r"\b(assert|__assert_fail|ql_assert_fail|__trap)\b", strip_comments(text)):
         defines += ("-DQL_ABORTS=1",)  # tier 1 then sets up a way to stop a thread
     try:

@@ -71,7 +71,7 @@ def identity() -> str:
         v = version("libclang")
     except Exception:
         v = "?"
-    return f"fission=libclang-{v}-pass-5"
+    return f"fission=libclang-{v}-pass-8"
 
 
 @dataclass
@@ -681,6 +681,8 @@ class _Kernel:
             pred = args[0]
             if self.contains_barrier(pred):
                 raise Refuse("a barrier inside a barrier's argument")
+            if self.written_vars(pred):
+                raise Refuse("a barrier's predicate with a side effect")
         elif call.hash != s.hash:
             raise Refuse("the result of a plain barrier used")
         # nothing else in the statement may be a barrier
@@ -937,12 +939,11 @@ class _Kernel:
                     raise Refuse(f"local '{v.spelling}' declared through a macro")
                 after = self.src.text(names[0].extent.end.offset, st.extent.end.offset).strip()
                 i = self.index[v.hash]
-                ref = f"auto &{v.spelling} = __ql_r{i}[__ql_t];"
                 if not inits:
                     if not after.startswith((";", ",")):
                         raise Refuse(f"local '{v.spelling}' initialised in a way the pass "
                                      f"cannot read")
-                    return ref
+                    return f"__ql_T{i} {v.spelling} = __ql_r{i}[__ql_t];"
                 if not after.startswith("="):
                     raise Refuse(f"local '{v.spelling}' initialised in a way the pass "
                                  f"cannot read (not `= value`)")
@@ -951,7 +952,7 @@ class _Kernel:
                     raise Refuse(f"local '{v.spelling}' initialised by a brace list")
                 ia, ib = init.extent.start.offset, init.extent.end.offset
                 inner = {k: val for k, val in ed.items() if ia <= k[0] and k[1] <= ib}
-                return f"{ref} {v.spelling} = ({self.apply(ia, ib, inner)});"
+                return f"__ql_T{i} {v.spelling} = ({self.apply(ia, ib, inner)});"
 
     def apply(self, a, b, edits) -> str:
         out, pos = [], a
@@ -964,9 +965,19 @@ class _Kernel:
         out.append(self.src.text(pos, b))
         return "".join(out)
 
-    def thread_loop(self, rid, body_text: str, names_used: set) -> str:
-        refs = "".join(f"auto &{self.replicated[h].spelling} = __ql_r{self.index[h]}[__ql_t]; "
-                       for h in sorted(names_used, key=lambda h: self.index[h]))
+    def thread_loop(self, rid, body_text: str, names_used: set, declared=(),
+                    write=True) -> str:
+        """A loop over the block's threads around `body_text`. Replicated
+        locals are copied in at the start and out at the end (a register in
+        the loop, not memory that the kernel's pointers might alias)."""
+        order = sorted(names_used, key=lambda h: self.index[h])
+        refs = "".join(f"__ql_T{self.index[h]} {self.replicated[h].spelling} = "
+                       f"__ql_r{self.index[h]}[__ql_t]; " for h in order)
+        if write:
+            outs = "".join(f" __ql_r{self.index[h]}[__ql_t] = {self.replicated[h].spelling};"
+                           for h in sorted(set(names_used) | set(declared),
+                                           key=lambda h: self.index[h]))
+            body_text = body_text + "\n" + outs
         skip = "if (__ql_exited[__ql_t]) continue; " if self.returns else ""
         tail = f" __ql_next{rid}:;" if self.returns else ""
         return ("\nfor (unsigned __ql_z = 0, __ql_t = 0; __ql_z < __ql_bz; ++__ql_z) { "
@@ -989,7 +1000,8 @@ class _Kernel:
                             for v in st.get_children() if v.hash in self.replicated}
                 text = "".join(self.line(st.extent.start.offset) + self.piece(st, ed, rid)
                                for st, ed in pieces)
-                out.append(self.thread_loop(rid, text, self.region_uses(rid, declared)))
+                out.append(self.thread_loop(rid, text, self.region_uses(rid, declared),
+                                            declared))
                 if self.returns:
                     out.append("\nif (__ql_gone == __ql_n) return;")
             elif k == "barrier":
@@ -1001,7 +1013,7 @@ class _Kernel:
                     pred.extent.start.offset, pred.extent.end.offset, {})
                 out.append(f"\nint __ql_b{bid} = {init};")
                 out.append(self.thread_loop(prid, f"__ql_b{bid} {op} (({ptxt}) != 0);",
-                                            self.region_uses(prid, set())))
+                                            self.region_uses(prid, set()), write=False))
             elif k in ("for", "while"):
                 header, off = it[1]
                 out.append(self.line(off) + header + " {" + self.emit(it[2]) + "\n}")

@@ -1,0 +1,169 @@
+"""Region fission vs fibers on the CPU device (issue 15): barrier kernels,
+each side by side with its reference in one process, medians of several runs.
+
+    python benchmarks/cpu_fission.py [--runs 7]
+
+Rows: the 256-thread shared tree reduction over 2^22 floats (reference: the
+same block sums without barriers, a tier-1 kernel), the 16x16 tiled
+shared-memory matmul 512^3 (reference: NumPy's matmul), the samples-style
+reduction with 9 barriers per thread over 2^22 floats (reference: NumPy's
+sum). Fibers are forced with QUICKLAUNCH_CPU_FISSION=0 at compile time.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before NumPy: no BLAS threads spinning
+import numpy as np  # noqa: E402
+
+import quicklaunch as ql  # noqa: E402
+
+SOURCE = r"""
+__global__ void tree(const float *in, float *out, int n) {
+    __shared__ float s[256];
+    unsigned tid = threadIdx.x;
+    unsigned i = blockIdx.x * blockDim.x + tid;
+    s[tid] = i < n ? in[i] : 0.0f;
+    __syncthreads();
+    for (unsigned k = blockDim.x / 2; k > 0; k >>= 1) {
+        if (tid < k) s[tid] += s[tid + k];
+        __syncthreads();
+    }
+    if (tid == 0) out[blockIdx.x] = s[0];
+}
+
+// The same block sums without barriers: one thread per block of 256.
+__global__ void plain_sums(const float *in, float *out, int blocks) {
+    int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= blocks) return;
+    float acc = 0.0f;
+    for (int j = 0; j < 256; ++j) acc += in[b * 256 + j];
+    out[b] = acc;
+}
+
+template <unsigned blockSize>
+__global__ void samples(const float *g_idata, float *g_odata, unsigned n) {
+    __shared__ float sdata[blockSize];
+    unsigned tid = threadIdx.x;
+    unsigned i = blockIdx.x * (blockSize * 2) + threadIdx.x;
+    unsigned gridSize = blockSize * 2 * gridDim.x;
+    float mySum = 0;
+    while (i < n) {
+        mySum += g_idata[i];
+        if (i + blockSize < n) mySum += g_idata[i + blockSize];
+        i += gridSize;
+    }
+    sdata[tid] = mySum;
+    __syncthreads();
+    if (blockSize >= 512) { if (tid < 256) sdata[tid] = mySum = mySum + sdata[tid + 256]; __syncthreads(); }
+    if (blockSize >= 256) { if (tid < 128) sdata[tid] = mySum = mySum + sdata[tid + 128]; __syncthreads(); }
+    if (blockSize >= 128) { if (tid < 64) sdata[tid] = mySum = mySum + sdata[tid + 64]; __syncthreads(); }
+    if (blockSize >= 64) { if (tid < 32) sdata[tid] = mySum = mySum + sdata[tid + 32]; __syncthreads(); }
+    if (blockSize >= 32) { if (tid < 16) sdata[tid] = mySum = mySum + sdata[tid + 16]; __syncthreads(); }
+    if (blockSize >= 16) { if (tid < 8) sdata[tid] = mySum = mySum + sdata[tid + 8]; __syncthreads(); }
+    if (blockSize >= 8) { if (tid < 4) sdata[tid] = mySum = mySum + sdata[tid + 4]; __syncthreads(); }
+    if (blockSize >= 4) { if (tid < 2) sdata[tid] = mySum = mySum + sdata[tid + 2]; __syncthreads(); }
+    if (blockSize >= 2) { if (tid < 1) sdata[tid] = mySum = mySum + sdata[tid + 1]; }
+    if (tid == 0) g_odata[blockIdx.x] = mySum;
+}
+
+#define TILE 16
+__global__ void matmul(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    const int row = blockIdx.y * TILE + threadIdx.y;
+    const int col = blockIdx.x * TILE + threadIdx.x;
+    float acc = 0.0f;
+    for (int t = 0; t < (K + TILE - 1) / TILE; ++t) {
+        As[threadIdx.y][threadIdx.x] = row < M && t * TILE + threadIdx.x < K
+            ? A[row * K + t * TILE + threadIdx.x] : 0.0f;
+        Bs[threadIdx.y][threadIdx.x] = t * TILE + threadIdx.y < K && col < N
+            ? B[(t * TILE + threadIdx.y) * N + col] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < TILE; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
+}
+"""
+EXPRS = ["tree", "plain_sums", "samples<512>", "matmul"]
+
+
+def compile_tier(fission: bool):
+    old = os.environ.get("QUICKLAUNCH_CPU_FISSION")
+    os.environ["QUICKLAUNCH_CPU_FISSION"] = "1" if fission else "0"
+    try:
+        return ql.compile(SOURCE, device="cpu", name_expressions=EXPRS)
+    finally:
+        if old is None:
+            del os.environ["QUICKLAUNCH_CPU_FISSION"]
+        else:
+            os.environ["QUICKLAUNCH_CPU_FISSION"] = old
+
+
+def median_s(fn, runs: int) -> float:
+    fn()   # warm-up
+    times = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=7)
+    args = ap.parse_args(argv)
+    fis, fib = compile_tier(True), compile_tier(False)
+    for e in EXPRS:
+        if e != "plain_sums":
+            assert fis[e].tier == "fission", (e, fis[e].attributes)
+            assert fib[e].tier == "fibers"
+    rng = np.random.default_rng(0)
+    rows = []
+
+    n = 1 << 22
+    x = rng.standard_normal(n).astype(np.float32)
+    blocks = n // 256
+    out = np.zeros(blocks, np.float32)
+    ref = median_s(lambda: fis.plain_sums[(blocks + 255) // 256, 256](x, out, blocks), args.runs)
+    for name, m in (("fibers", fib), ("fission", fis)):
+        t = median_s(lambda: m.tree[blocks, 256](x, out, n), args.runs)
+        rows.append(("tree reduction 256 thr, 2^22 floats", name, t, "same sums, no barriers", ref))
+
+    M = N = K = 512
+    A = rng.standard_normal((M, K)).astype(np.float32)
+    B = rng.standard_normal((K, N)).astype(np.float32)
+    C = np.zeros((M, N), np.float32)
+    ref = median_s(lambda: A @ B, args.runs)
+    for name, m in (("fibers", fib), ("fission", fis)):
+        t = median_s(lambda: m.matmul[(N // 16, M // 16), (16, 16)](A, B, C, M, N, K),
+                     max(3, args.runs // 2) if name == "fibers" else args.runs)
+        np.testing.assert_allclose(C, A @ B, rtol=1e-3, atol=1e-3)
+        rows.append(("tiled matmul 16x16, 512^3", name, t, "numpy matmul", ref))
+
+    grid = 64
+    part = np.zeros(grid, np.float32)
+    ref = median_s(lambda: x.sum(), args.runs)
+    for name, m in (("fibers", fib), ("fission", fis)):
+        t = median_s(lambda: m["samples<512>"][grid, 512](x, part, n), args.runs)
+        np.testing.assert_allclose(part.sum(), x.sum(dtype=np.float64), rtol=1e-3)
+        rows.append(("samples reduction (9 barriers), 2^22", name, t, "numpy sum", ref))
+
+    print(f"{'kernel':40s} {'tier':8s} {'median ms':>10s} {'reference':>24s} {'ref ms':>8s} "
+          f"{'ratio':>7s}")
+    for what, tier, t, refname, r in rows:
+        print(f"{what:40s} {tier:8s} {t * 1e3:10.3f} {refname:>24s} {r * 1e3:8.3f} "
+              f"{t / r:6.1f}x")
+    by = {(w, tier): t for w, tier, t, _, _ in rows}
+    for w in dict.fromkeys(w for w, *_ in rows):
+        print(f"{w:40s} fission is {by[(w, 'fibers')] / by[(w, 'fission')]:.1f}x faster "
+              f"than fibers")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
