@@ -48,7 +48,7 @@ from .errors import CompileError
 
 __all__ = ["wanted", "build", "StubLibrary", "stub_source"]
 
-FORMAT = "quicklaunch-host-stub-3"
+FORMAT = "quicklaunch-host-stub-4"
 ENV = "QUICKLAUNCH_STUB"
 FLAGS = ("-std=c++17", "-fPIC", "-g", "-O1", "-fno-omit-frame-pointer",
          "-fno-inline", "-fno-ipa-icf", "-fvisibility=hidden", "-fno-exceptions",
@@ -106,6 +106,20 @@ def _vector_align(base: str, lanes: int, size: int) -> int:
     if lanes == 3:
         return size
     return min(total, 16)
+
+
+def _special_size(base: str) -> int | None:
+    """sizeof a CUDA vector or 16-bit float type as the stub declares it."""
+    if base in _HALF_TYPES:
+        return 2
+    m = _VEC.fullmatch(base)
+    if not m:
+        return None
+    elem = {"char": 1, "uchar": 1, "short": 2, "ushort": 2, "int": 4, "uint": 4,
+            "float": 4}.get(m[1], 8)
+    lanes = int(m[2])
+    align = _vector_align(m[1], lanes, elem)
+    return -(-elem * lanes // align) * align
 
 
 class _Types:
@@ -167,9 +181,8 @@ class _Types:
 
     def struct(self, ctype: str, size: int, align: int, index: int) -> str:
         base = " ".join(_QUAL.sub(" ", ctype).split()).lstrip(":")
-        special = self.special(base)
-        if special is not None:
-            return special
+        if _special_size(base) == size:
+            return self.special(base)
         body = f"struct alignas({max(align, 1)}) @ {{ unsigned char bytes[{max(size, 1)}]; }};"
         if _QUALIFIED.fullmatch(base) and self._declare(base, "struct", self._scoped(base, body)):
             return base
@@ -246,6 +259,9 @@ def stub_source(kernels, source: str | None = None) -> tuple[str, dict[str, str]
             if pname.startswith("ql_"):
                 pname = f"{pname}_"
             args.append((ty, pname))
+        checks = "".join(f"static_assert(sizeof({ty}) == {p.size}, \"kernel '{name}' "
+                         f"parameter {pname}\");\n"
+                         for (ty, pname), p in zip(args, params))
         scopes, leaf = _split_scope(name)
         ph = f"ql_host_stub_{i}_{re.sub(r'[^A-Za-z0-9_]', '_', leaf)}"
         names[ph] = leaf
@@ -265,7 +281,7 @@ def stub_source(kernels, source: str | None = None) -> tuple[str, dict[str, str]
             stub = f"namespace {ns} {{\n{stub}}}\n"
         tramp_call = "::".join([*scopes, ph])
         bodies.append(
-            f"{stub}extern \"C\" __attribute__((visibility(\"default\"))) int "
+            f"{checks}{stub}extern \"C\" __attribute__((visibility(\"default\"))) int "
             f"ql_stub_trampoline_{i}(void *ql_func, unsigned ql_gx, unsigned ql_gy, "
             f"unsigned ql_gz, unsigned ql_bx, unsigned ql_by, unsigned ql_bz, "
             f"unsigned ql_shared, void *ql_stream, void **ql_params, void **ql_extra) {{\n"
