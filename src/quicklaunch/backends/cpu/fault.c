@@ -152,6 +152,17 @@ static void report(ql_cpu_error *e, int sig, const siginfo_t *si, const ucontext
     if (f->thread[0] == QL_CPU_UNKNOWN)
         put(&o, " (an optimised build does not track threadIdx.x; compile with debug=True "
                 "or QUICKLAUNCH_DEBUG=1 to name the thread)");
+    /* The faulting instruction, where the description did not give it: a
+     * debug build's error maps it to the kernel's source line (debug.py). */
+    int gp = 0; /* a general protection fault's message names the instruction already */
+#ifdef SI_KERNEL
+    gp = si->si_code == SI_KERNEL && si->si_addr == 0;
+#endif
+    if ((sig == SIGSEGV || sig == SIGBUS) && !gp && si->si_code > 0) {
+        put(&o, " [at instruction ");
+        put_hex(&o, instruction(uc));
+        put(&o, "]");
+    }
     *o.p = '\0';
     __atomic_store_n(&e->ready, 1, __ATOMIC_RELEASE);
 }

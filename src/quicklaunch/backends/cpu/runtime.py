@@ -152,6 +152,9 @@ def error_hook(kernel, status: int) -> LaunchError:
         own = f"kernel '{kernel.name}' "  # a stream's kept failure names it already
         if detail.startswith(own):
             detail = detail[len(own):]
+        if getattr(getattr(kernel, "module", None), "debug", False):
+            from ...debug import fault_location   # a debug build: name the source line
+            detail += fault_location(kernel, detail)
         return LaunchError(f"kernel '{kernel.name}' failed on the CPU device: {detail}")
     what, why = _STATUS.get(status, ("unknown status", "an internal error"))
     return LaunchError(f"kernel '{kernel.name}' failed on the CPU device: {what} "
