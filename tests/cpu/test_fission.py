@@ -250,10 +250,13 @@ def test_assert_names_block_and_thread(mods):
     fis, fib = mods
     x = np.arange(64, dtype=np.int32)
     x[37] = -1
+    msgs = []
     for m in (fis, fib):
         with pytest.raises(ql.LaunchError, match=r"device-side assert failed: .*block \(0, 0, 0\), "
-                                                 r"thread \(37, 0, 0\)"):
+                                                 r"thread \(37, 0, 0\)") as info:
             m.checked[1, 64](x, np.zeros(64, np.int32))
+        msgs.append(str(info.value))
+    assert msgs[0] == msgs[1] and "in void checked(const int*, int*)" in msgs[0]
 
 
 def test_fault_names_block_and_thread(mods):

@@ -71,7 +71,7 @@ def identity() -> str:
         v = version("libclang")
     except Exception:
         v = "?"
-    return f"fission=libclang-{v}-pass-8"
+    return f"fission=libclang-{v}-pass-9"
 
 
 @dataclass
@@ -1074,11 +1074,19 @@ class _Kernel:
                          "::ql_export::scratch_take<unsigned char>(__ql_p, __ql_n);")
             lines.append("memset(__ql_exited, 0, __ql_n); unsigned __ql_gone = 0;")
         text = "\n".join(lines)
+        if fn.kind != self.CK.FUNCTION_TEMPLATE:
+            # assert() names the kernel as g++ spells the original's signature
+            types = ", ".join(re.sub(r" ([*&])", r"\1", p.type.spelling) for p in self.params)
+            qual = _qualified(fn, self.CK) or fn.spelling
+            pretty = f"void {qual}({types})".replace("\\", "\\\\").replace('"', '\\"')
+            text = (f'#pragma push_macro("__ASSERT_FUNCTION")\n#undef __ASSERT_FUNCTION\n'
+                    f'#define __ASSERT_FUNCTION "{pretty}"\n{text}')
+            self.pop = '\n#pragma pop_macro("__ASSERT_FUNCTION")\n'
         for st in self.hoisted:
             text += self.line(st.extent.start.offset) + \
                 self.src.text(st.extent.start.offset, st.extent.end.offset)
         text += self.emit(self.items)
-        text += "\n}\n"
+        text += "\n}\n" + getattr(self, "pop", "")
         return text
 
 
