@@ -14,6 +14,7 @@ from .debug import LaunchWarning
 from .trace import trace
 from .streams import Event, Stream
 from .graphs import Graph, graph
+from .loading import load   # also makes Module, Kernel and k[grid, block] picklable
 
 _launch._register_errors(LaunchError, LaunchTypeError, LaunchValueError, LaunchOverflowError)
 from .trace import _from_environment  # noqa: E402
@@ -44,5 +45,5 @@ __all__ = [
     "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
     "DeviceError", "CudaError", "KernelNotFoundError", "LaunchWarning", "trace",
     "Stream", "Event", "graph", "Graph", "__version__",
-    "cuda", "hip",
+    "cuda", "hip", "load",
 ]

@@ -81,6 +81,10 @@ class Kernel(_launch.KernelCore):
                         f"k[grid, block](...), k.configure(grid, block)(...) or "
                         f"k.launch(grid, block, ...)")
 
+    def __reduce__(self):
+        """Pickles as (module, name): docs/loading.md."""
+        return Module.get_kernel, (self.module, self.name)
+
     def __repr__(self) -> str:
         sig = ", ".join(p.ctype + ("" if p.ctype.endswith(("*", "&")) else " ") + p.name
                         for p in self.params)
@@ -224,6 +228,45 @@ class Module:
     def __dir__(self):
         return sorted(set(super().__dir__()) | {k for k in self._kernels if k.isidentifier()})
 
+    def __reduce__(self):
+        """Pickles as how to make it again: source, options, name expressions,
+        switches and device name, compiled again (a cache hit where the cache
+        is shared) where it is unpickled; docs/loading.md."""
+        args = getattr(self, "_compile_args", None)
+        if args is not None:
+            options, exprs, debug, memcheck, stub = args
+            state = ("source", self.device.name, self.source, tuple(options), tuple(exprs),
+                     bool(debug), bool(memcheck), stub)
+        elif getattr(self, "_pickle_state", None) is not None:
+            state = self._pickle_state   # set by the maker (quicklaunch.loading)
+        else:
+            import pickle
+            raise pickle.PicklingError(f"{self!r} was not made by ql.compile or ql.load: it "
+                                       f"cannot be pickled")
+        return Module._unpickle, (state,)
+
+    _rebuilders: dict = {}   # state kind -> maker, for states not made here (ql.load's)
+    _unpickled: dict = {}    # state -> weak reference to the module made from it
+
+    @staticmethod
+    def _unpickle(state: tuple) -> "Module":
+        """One module per distinct pickled state in this process."""
+        import weakref
+        ref = Module._unpickled.get(state)
+        mod = ref() if ref is not None else None
+        if mod is None:
+            if state[0] == "source":
+                _, dev, source, options, exprs, debug, memcheck, stub = state
+                mod = compile(source, dev, options, exprs, debug=debug, memcheck=memcheck,
+                              stub=stub)
+            elif state[0] in Module._rebuilders:
+                mod = Module._rebuilders[state[0]](state)
+            else:
+                import pickle
+                raise pickle.UnpicklingError(f"unknown quicklaunch module state {state[0]!r}")
+            Module._unpickled[state] = weakref.ref(mod)
+        return mod
+
     def __repr__(self) -> str:
         return f"<quicklaunch.Module on {self.device.name}: {', '.join(self.kernels)}>"
 
@@ -287,6 +330,7 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
     mod.debug = debug
     mod.memcheck = memcheck
     mod._origin = (file, line)
+    mod._compile_args = (options, exprs, debug, memcheck, stub)   # what pickle carries
     mod._image = image
     mod._library = image.library
     mod._path = image.path
