@@ -133,3 +133,12 @@ def test_function_op(torch, cpu_module):
     x, y = torch.ones(N), torch.zeros(N)
     torch.compile(lambda x, y: op(1.5, x, y), fullgraph=True)(x, y)
     assert torch.all(y == 3)
+
+
+def test_launcher_waits_behind_queued_stream_work(torch, cpu_module):
+    s = ql.Stream(device="cpu")
+    x, y = torch.ones(N), torch.zeros(N)
+    cpu_module.saxpy[4, 256, 0, s](1.0, x, y, N)      # queued on a ql stream
+    ql.torch.launcher(cpu_module.saxpy, 4, 256)(1.0, x, y, N)
+    assert torch.all(y == 2)                          # both done at return
+    s.close()

@@ -69,8 +69,8 @@ QL_ROWS = (
      "a METH_FASTCALL function taking the arguments and doing nothing"),
     ("python loop", "python loop", "reference", "the empty for-loop step every Python row pays"),
 )
-STAGES = {"launch": (0, 30), "peers": (30, 58), "null": (58, 65), "cg": (65, 95),
-          "write": (95, 100)}
+STAGES = {"launch": (0, 30), "peers": (30, 58), "null": (58, 65), "frameworks": (65, 65),
+          "cg": (65, 95), "write": (95, 100)}
 
 
 class _Stages:
@@ -279,6 +279,19 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
                                      "reason": f"{type(exc).__name__}: {exc}"}
         seconds["null driver"] = round(time.monotonic() - t0, 1)
         stage("null", 1.0, "done")
+
+    # 2c. kernels inside torch / JAX programs, where they are installed (bench/frameworks.py)
+    if measure is None:
+        from . import frameworks
+        stage("frameworks", 0.0, "torch and JAX")
+        t0 = time.monotonic()
+        try:
+            result["frameworks"] = frameworks.section(dev.name, quick=quick)
+        except Exception as exc:  # noqa: BLE001 - the section says why
+            result["frameworks"] = {"title": frameworks.TITLE, "status": ERROR, "rows": {},
+                                    "reason": f"{type(exc).__name__}: {exc}"}
+        seconds["frameworks"] = round(time.monotonic() - t0, 1)
+        stage("frameworks", 1.0, "done")
 
     # 3. the workload
     t0 = time.monotonic()

@@ -53,12 +53,18 @@ def launcher(kernel, grid, block, shared_mem: int = 0):
     graph capture by one launch outside it, as torch's warm-up does)."""
     dev = kernel.device
     if dev.host_memory:
+        # A launch on the CPU device's default stream runs before the call
+        # returns, unless launches queued on ql streams are pending, which
+        # it then queues behind: only then is there anything to wait for.
+        from ..backends.cpu import runtime
         run = kernel.configure(grid, block, shared_mem)
         sync = dev.synchronize
+        queued = runtime.library().ql_cpu_queued_work
 
         def call(*args):  # torch's CPU order: done when the call returns
             run(*args)
-            sync()
+            if queued():
+                sync()
         return call
     runs = {}
     raw = torch._C._cuda_getCurrentRawStream
