@@ -327,7 +327,7 @@ def _rename(asm: str, names: dict[str, str]) -> str:
 
 def _run(cc, args: list[str], cwd: Path, what: str, text: str):
     from .backends.cpu import toolchain
-    status, log = toolchain.run_compiler([cc.path, *cc.argv[1:], *args], cwd)
+    status, log = toolchain.run_compiler([cc.command, *cc.argv[1:], *args], cwd)
     if status != 0:
         raise CompileError(f"the host stub did not build ({what}): {log[-4000:]}\n"
                            f"generated source:\n{text}")
@@ -352,6 +352,7 @@ def build(kernels, launch_entry: int, source: str | None = None) -> StubLibrary:
     """Generates, builds (or finds in the cache) and loads the stub library
     for `kernels` ((name, lowered_name, params) rows) calling
     `launch_entry`."""
+    from .backends.cpu import toolchain
     kernels = list(kernels)
     text, names = stub_source(kernels, source)
     cc = _compiler()
@@ -370,7 +371,11 @@ def build(kernels, launch_entry: int, source: str | None = None) -> StubLibrary:
             src = f"{key}.cc"
             (d / src).write_text(text)
             remap = [f"-fdebug-prefix-map={d}={where}"] if where else []
-            _run(cc, [*FLAGS, *remap, "-S", "-o", "stub.s", src], d, "compile", text)
+            # -fno-ipa-icf only where the compiler takes it (GCC; clang has
+            # no compile-time folding of identical functions).
+            flags = [f for f in FLAGS if f not in toolchain.OPTIONAL_FLAGS
+                     or toolchain.accepts(cc, f)]
+            _run(cc, [*flags, *remap, "-S", "-o", "stub.s", src], d, "compile", text)
             (d / "stub.s").write_text(_rename((d / "stub.s").read_text(), names))
             _run(cc, ["-fPIC", "-shared", "-o", "stub.so", "stub.s"], d, "assemble", text)
             data = (d / "stub.so").read_bytes()

@@ -45,6 +45,22 @@ MEMCHECK_FLAGS = ("-fsanitize=kernel-address", "--param", "asan-instrumentation-
 COMMON_FLAGS = ("-std=c++17", "-fPIC", "-shared", "-fno-ipa-icf", "-fvisibility=hidden",
                 "-fvisibility-inlines-hidden", "-fno-exceptions",
                 "-fno-rtti", "-pthread", "-w")
+# The flags above are GCC's spelling on x86-64. What a given compiler and
+# architecture is handed instead is chosen by probing that compiler once per
+# process (an empty C++ file compiled with -Werror and the candidate flag;
+# see compiler_flags()):
+#  - -fno-ipa-icf is GCC's; clang has no compile-time identical-code folding
+#    (two identical kernels keep two addresses without it), so where refused
+#    it is left out;
+#  - -march=native is spelled -mcpu=native by clang on aarch64 (tried first
+#    there, -march=native first elsewhere);
+#  - the memcheck --param options are spelled -mllvm -asan-... by clang.
+OPTIONAL_FLAGS = ("-fno-ipa-icf",)
+NATIVE_FLAGS = ("-march=native", "-mcpu=native")
+CLANG_MEMCHECK_FLAGS = ("-fsanitize=kernel-address", "-mllvm",
+                        "-asan-instrumentation-with-call-threshold=0", "-mllvm", "-asan-stack=0",
+                        "-mllvm", "-asan-globals=1", "-fno-sanitize-address-use-after-scope",
+                        "-DQL_MEMCHECK=1", "-DQL_ABORTS=1", "-include", "ql_memcheck.h")
 
 
 @dataclass(frozen=True)
@@ -52,6 +68,14 @@ class Compiler:
     argv: tuple[str, ...]   # the command and any flags that came with $CXX
     path: str               # resolved executable
     version: str            # first line of --version
+    # The command as found on PATH, symlinks kept: clang picks its C or C++
+    # driver from the name it runs by (clang++ -> clang resolved would link
+    # without libstdc++: "undefined symbol: __cxa_thread_atexit").
+    exe: str = ""
+
+    @property
+    def command(self) -> str:
+        return self.exe or self.path
 
     @property
     def identity(self) -> str:
@@ -63,12 +87,71 @@ class Compiler:
                 f"{resolved_target(self)}")
 
 
+def _machine() -> str:
+    import platform
+    return platform.machine().lower()
+
+
+@functools.lru_cache(maxsize=None)
+def _accepts(argv: tuple[str, ...], path: str, flags: tuple[str, ...]) -> bool:
+    """Whether the compiler takes ``flags`` without an error or a warning
+    (compiling an empty C++ file with -Werror; cached per process)."""
+    command = [path, *argv[1:], "-x", "c++", "-std=c++17", "-fsyntax-only", "-Werror",
+               *flags, os.devnull]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, timeout=60,
+                             stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0
+
+
+def accepts(compiler: Compiler, *flags: str) -> bool:
+    """Whether ``compiler`` accepts ``flags`` (probed once per process)."""
+    return _accepts(compiler.argv, compiler.command, tuple(flags))
+
+
+def native_flag(compiler: Compiler, machine: str | None = None) -> str:
+    """The compiler's spelling of "build for this CPU": -march=native, or
+    -mcpu=native (clang on aarch64), whichever it accepts, in the order the
+    architecture prefers (aarch64: -mcpu first)."""
+    machine = machine or _machine()
+    order = NATIVE_FLAGS[::-1] if machine in ("aarch64", "arm64") else NATIVE_FLAGS
+    for flag in order:
+        if accepts(compiler, flag):
+            return flag
+    return order[0]
+
+
+def common_flags(compiler: Compiler) -> tuple[str, ...]:
+    """COMMON_FLAGS less the optional ones ``compiler`` refuses."""
+    return tuple(f for f in COMMON_FLAGS if f not in OPTIONAL_FLAGS or accepts(compiler, f))
+
+
+def release_flags(compiler: Compiler) -> tuple[str, ...]:
+    """RELEASE_FLAGS with the compiler's spelling of -march=native."""
+    native = native_flag(compiler)
+    return tuple(native if f == "-march=native" else f for f in RELEASE_FLAGS)
+
+
+def memcheck_flags(compiler: Compiler) -> tuple[str, ...]:
+    """The memcheck flags in the compiler's spelling (GCC's --param, clang's
+    -mllvm); a CompileError where it takes neither."""
+    for flags in (MEMCHECK_FLAGS, CLANG_MEMCHECK_FLAGS):
+        probe = tuple(f for f in flags if not f.startswith(("-D", "-include", "ql_")))
+        if accepts(compiler, *probe):
+            return flags
+    raise CompileError(f"memcheck builds need a compiler that takes -fsanitize=kernel-address "
+                       f"with GCC's or clang's ASan options; {compiler.path} "
+                       f"({compiler.version}) takes neither")
+
+
 def resolved_target(compiler: Compiler) -> str:
     """The host's CPU as ``compiler`` resolves ``-march=native``: the
     architecture, tuning and every -m feature flag (and cache-size params)
     its driver hands the compiler proper (``g++ -###``'s cc1plus line;
     clang's -target-cpu/-target-feature). Computed once per process."""
-    return _resolve_target(compiler.argv, compiler.path)
+    return _resolve_target(compiler.argv, compiler.path, native_flag(compiler))
 
 
 _TARGET_TOKEN = re.compile(r"^(-march=|-mtune=|-mcpu=|-m[a-z0-9][\w.-]*$)")
@@ -116,8 +199,8 @@ def _cpuinfo_flags() -> str:
 
 
 @functools.lru_cache(maxsize=None)
-def _resolve_target(argv: tuple[str, ...], path: str) -> str:
-    command = [path, *argv[1:], "-###", "-march=native", "-x", "c++", "-E", os.devnull]
+def _resolve_target(argv: tuple[str, ...], path: str, native: str = "-march=native") -> str:
+    command = [path, *argv[1:], "-###", native, "-x", "c++", "-E", os.devnull]
     try:
         out = subprocess.run(command, capture_output=True, text=True, timeout=60,
                              stdin=subprocess.DEVNULL)
@@ -146,7 +229,8 @@ def _probe(cxx_env: str | None) -> Compiler:
         except (OSError, subprocess.SubprocessError):
             continue
         if out.returncode == 0 and out.stdout:
-            return Compiler(tuple(argv), os.path.realpath(path), out.stdout.splitlines()[0])
+            return Compiler(tuple(argv), os.path.realpath(path), out.stdout.splitlines()[0],
+                            os.path.abspath(path))
     where = f"$CXX={cxx_env!r}" if cxx_env else "g++ and clang++ on PATH"
     raise CompileError(
         f"no C++ compiler found for the CPU device (tried {where}: {', '.join(tried)}); "
@@ -180,10 +264,11 @@ def host_options(options: tuple[str, ...]) -> tuple[str, ...]:
 
 def build_command(compiler: Compiler, source: Path, output: Path, options: tuple[str, ...],
                   debug: bool) -> list[str]:
-    flags = DEBUG_FLAGS if debug else RELEASE_FLAGS
+    flags = DEBUG_FLAGS if debug else release_flags(compiler)
     if debug == "memcheck":
-        flags += MEMCHECK_FLAGS
-    return [compiler.path, *compiler.argv[1:], *COMMON_FLAGS, *flags, "-isystem", str(INCLUDE_DIR),
+        flags += memcheck_flags(compiler)
+    return [compiler.command, *compiler.argv[1:], *common_flags(compiler), *flags,
+            "-isystem", str(INCLUDE_DIR),
             *host_options(options), "-o", str(output), str(source)]
 
 
@@ -192,7 +277,7 @@ def scan_command(compiler: Compiler, source: Path, options: tuple[str, ...]) -> 
     a system one, every expansion of its macros on a user's line would be
     wrapped in line markers, splitting the line (scan.py drops the shim's
     own lines by their path instead)."""
-    return [compiler.path, *compiler.argv[1:], "-std=c++17", "-E", "-DQL_SCAN_KERNELS=1",
+    return [compiler.command, *compiler.argv[1:], "-std=c++17", "-E", "-DQL_SCAN_KERNELS=1",
             f"-I{INCLUDE_DIR}", *host_options(options), str(source)]
 
 

@@ -18,7 +18,16 @@ QL_FN int __syncthreads_count(int p) { return ql_fiber::barrier(ql_fiber::BAR_CO
 QL_FN int __syncthreads_and(int p) { return ql_fiber::barrier(ql_fiber::BAR_AND, p != 0); }
 QL_FN int __syncthreads_or(int p) { return ql_fiber::barrier(ql_fiber::BAR_OR, p != 0); }
 
-__attribute__((noinline)) static unsigned __activemask(void) {
+/* The lanes converged at a call are those at the same call site (its return
+ * address): noinline keeps each call a call, and clang's nomerge keeps its
+ * optimiser from sinking the calls of an if and its else into one call after
+ * the join (GCC, with -fno-ipa-icf, does not merge them). */
+#if defined(__clang__)
+#define QL_NOMERGE __attribute__((nomerge))
+#else
+#define QL_NOMERGE
+#endif
+__attribute__((noinline)) QL_NOMERGE static unsigned __activemask(void) {
     return (unsigned)ql_fiber::warp_op(ql_fiber::OP_ACTIVEMASK, 0, 0, 0, 32, QL_SITE);
 }
 QL_FN void __syncwarp(unsigned mask = 0xffffffffu) {
