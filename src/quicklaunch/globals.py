@@ -7,12 +7,13 @@ import re
 import numpy as np
 
 from .errors import QuicklaunchError
+from .kinds import char_dtype
 from .memory import Buffer
 from .signature import strip_comments
 
 # C scalar types a declaration can name, and their NumPy dtypes.
 _DTYPES = {
-    "float": "float32", "double": "float64", "char": "int8", "signed char": "int8",
+    "float": "float32", "double": "float64", "signed char": "int8",
     "unsigned char": "uint8", "short": "int16", "unsigned short": "uint16", "int": "int32",
     "unsigned": "uint32", "unsigned int": "uint32", "long": "int64",
     "unsigned long": "uint64", "long long": "int64", "unsigned long long": "uint64",
@@ -43,7 +44,9 @@ def _declared(source: str, name: str):
     sizes = re.findall(r"\[([^\]]*)\]", m.group(2))
     # Literal sizes give the shape; sizes spelled with macros give a flat one.
     dims = tuple(int(d) for d in sizes) if all(d.strip().isdigit() for d in sizes) else ()
-    dtype = _DTYPES.get(ctype)
+    # Plain char: signed or not as the target's ABI says (kinds.char_dtype:
+    # uint8 on Linux aarch64, int8 on x86-64), as the kernel sees it.
+    dtype = char_dtype() if ctype == "char" else _DTYPES.get(ctype)
     return (np.dtype(dtype), dims) if dtype else (None, None)
 
 

@@ -29,8 +29,13 @@ typedef decltype(sizeof(0)) size_t;
 #define SCHAR_MIN (-128)
 #define SCHAR_MAX 127
 #define UCHAR_MAX 255
+#if defined(__CHAR_UNSIGNED__)   /* the host ABI's char (aarch64: unsigned) */
+#define CHAR_MIN 0
+#define CHAR_MAX UCHAR_MAX
+#else
 #define CHAR_MIN SCHAR_MIN
 #define CHAR_MAX SCHAR_MAX
+#endif
 #define SHRT_MIN (-32767 - 1)
 #define SHRT_MAX 32767
 #define USHRT_MAX 65535
