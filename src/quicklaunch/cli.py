@@ -75,11 +75,15 @@ def _cpu_flags() -> list[tuple[str, str]]:
     except CompileError:
         return []
     cxx = " ".join(c.argv[1:])
-    return [("flags", " ".join((*c.argv[1:], *tc.COMMON_FLAGS))
+
+    def flags(name, constant):   # chosen per compiler where the toolchain does so
+        chosen = getattr(tc, name, None)
+        return " ".join(chosen(c) if chosen else constant)
+    return [("flags", " ".join((*c.argv[1:], flags("common_flags", tc.COMMON_FLAGS)))
              + (f" (from $CXX: {cxx})" if cxx else "")),
-            ("release", " ".join(tc.RELEASE_FLAGS)),
+            ("release", flags("release_flags", tc.RELEASE_FLAGS)),
             ("debug", " ".join(tc.DEBUG_FLAGS)),
-            ("memcheck", "debug + " + " ".join(tc.MEMCHECK_FLAGS)),
+            ("memcheck", "debug + " + flags("memcheck_flags", tc.MEMCHECK_FLAGS)),
             ("target", tc.resolved_target(c) + " (in every CPU cache key)")]
 
 
