@@ -156,6 +156,7 @@ class Op:
         self.grid, self.block, self.shared_mem = grid, block, shared_mem
         static = not callable(grid) and not callable(block)
         run = launcher(kernel, grid, block, shared_mem) if static else None
+        launchers = {}
         dev = kernel.device
         inputs, outs = self.inputs, self.outputs
 
@@ -173,8 +174,12 @@ class Op:
             full = [bound[n] for n in names]
             if static:
                 run(*full)
-            else:
-                launcher(kernel, _call(grid, bound), _call(block, bound), shared_mem)(*full)
+            else:  # one launcher per configuration met, as k[grid, block] caches its own
+                cfg = (_call(grid, bound), _call(block, bound))
+                go = launchers.get(cfg)
+                if go is None:
+                    go = launchers[cfg] = launcher(kernel, cfg[0], cfg[1], shared_mem)
+                go(*full)
             return None if not made else made[0] if len(made) == 1 else tuple(made)
 
         def fake(*args):
