@@ -10,6 +10,7 @@ import sys
 from typing import NamedTuple
 
 from . import _launch, kinds
+from . import attributes as _attributes
 from .devices import Device, device as get_device
 from .elements import elements, template_types   # pointers' element types
 from .errors import CompileError, LaunchError, QuicklaunchError
@@ -65,6 +66,15 @@ class Kernel(_launch.KernelCore):
         self.params = params
         self.module = module
         self.device = dev
+
+    # what the driver reports (num_regs, shared_size_bytes, ...): quicklaunch.attributes
+    attributes = _attributes.AttributesSlot()
+
+    def max_active_blocks_per_sm(self, block, shared_mem: int = 0) -> int:
+        """Blocks of ``block`` threads with ``shared_mem`` bytes of dynamic
+        shared memory resident at once on one multiprocessor (the driver's
+        occupancy query; the CPU device's meaning: quicklaunch.attributes)."""
+        return _attributes.max_active_blocks_per_sm(self, block, shared_mem)
 
     def _configure_cooperative(self, grid, block, shared_mem, stream):
         """``k.configure(grid, block, shared_mem, stream, cooperative=True)``

@@ -178,7 +178,20 @@ EXPORT hipError_t hipModuleGetGlobal(void **p, size_t *bytes, void *module, cons
     *bytes = (size_t)size;
     return 0;
 }
-EXPORT hipError_t hipFuncGetAttribute(int *v, int attr, void *f) { (void)attr; (void)f; *v = 0; return 0; }
+/* Function attributes: max threads 1024, 24 registers, PTX/binary version 0,
+ * 64 KiB of dynamic shared memory, 0 for the rest (no static segments). */
+EXPORT hipError_t hipFuncGetAttribute(int *v, int attr, void *f) {
+    if (!v || !f || attr < 0 || attr > 15) return 1;
+    *v = attr == 0 ? 1024 : attr == 4 ? 24 : attr == 8 ? 65536 : 0;
+    return 0;
+}
+/* Occupancy: 2048 threads a CU over the block size, at most 32; 0 above 64 KiB. */
+EXPORT hipError_t hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int threads,
+                                                                     size_t shared) {
+    if (!n || !f || threads <= 0) return 1;
+    *n = shared > 65536 ? 0 : 2048 / threads > 32 ? 32 : 2048 / threads;
+    return 0;
+}
 
 EXPORT hipError_t hipModuleLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
                                         unsigned bx, unsigned by, unsigned bz, unsigned shared,

@@ -149,6 +149,20 @@ class CudaDevice(GpuBackend):
                 "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
         return fn.value
 
+    def function_attribute(self, fn: int, attr: int) -> int:
+        """cuFuncGetAttribute (quicklaunch.attributes: k.attributes)."""
+        out = c_int()
+        self.call(lambda: self.driver.cuFuncGetAttribute(byref(out), attr, fn),
+                  f"cuFuncGetAttribute({attr})")
+        return out.value
+
+    def occupancy(self, fn: int, threads: int, shared: int) -> int:
+        """cuOccupancyMaxActiveBlocksPerMultiprocessor (k.max_active_blocks_per_sm)."""
+        out = c_int()
+        self.call(lambda: self.driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(
+            byref(out), fn, threads, shared), "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        return out.value
+
     def module_global(self, module: int, name: str) -> tuple[int, int]:
         ptr, size = c_uint64(), c_size_t()
         self.call(lambda: self.driver.cuModuleGetGlobal(byref(ptr), byref(size), module,

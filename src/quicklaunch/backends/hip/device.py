@@ -156,6 +156,26 @@ class HipDevice(GpuBackend):
                   f"hipModuleGetFunction({lowered_name})")
         return fn.value
 
+    def function_attribute(self, fn: int, attr: int) -> int:
+        """hipFuncGetAttribute (quicklaunch.attributes: k.attributes)."""
+        out = c_int()
+        self.call(lambda: self.runtime.hipFuncGetAttribute(byref(out), attr, fn),
+                  f"hipFuncGetAttribute({attr})")
+        return out.value
+
+    def occupancy(self, fn: int, threads: int, shared: int) -> int:
+        """hipModuleOccupancyMaxActiveBlocksPerMultiprocessor (k.max_active_blocks_per_sm)."""
+        query = self.runtime.optional("hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
+                                      [ctypes.POINTER(c_int), c_void_p, c_int, c_size_t])
+        if query is None:
+            raise DeviceError(f"{self.runtime.path} has no "
+                              f"hipModuleOccupancyMaxActiveBlocksPerMultiprocessor: the "
+                              f"occupancy query needs a newer HIP runtime")
+        out = c_int()
+        self.call(lambda: query(byref(out), fn, threads, shared),
+                  "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor")
+        return out.value
+
     def module_global(self, module: int, name: str) -> tuple[int, int]:
         ptr, size = c_void_p(), c_size_t()
         self.call(lambda: self.runtime.hipModuleGetGlobal(byref(ptr), byref(size), module,

@@ -145,6 +145,13 @@ class Runtime:
             raise DeviceError(f"{self.path} has no {name}: not the HIP runtime, or one too "
                               "old for quicklaunch (ROCm 5.2 or newer is needed)") from None
 
+    def optional(self, name: str, argtypes):
+        """An entry point older runtimes may lack (returning hipError_t), or None."""
+        fn = getattr(self._lib, name, None)
+        if fn is not None:
+            fn.argtypes, fn.restype = argtypes, c_int
+        return fn
+
     @property
     def version_text(self) -> str:
         v = self.version
