@@ -56,6 +56,17 @@ FLAGS = ("-std=c++17", "-fPIC", "-g", "-O1", "-fno-omit-frame-pointer",
 
 _cache = cache_mod.CompileCache()
 
+
+def _flags(cc) -> list[str]:
+    """FLAGS as ``cc`` takes them: -fno-ipa-icf only where accepted (GCC;
+    clang has no compile-time folding of identical functions), and -O0 for
+    clang, whose -O1 keeps the parameters in registers past the breakpoint
+    (gdb's `set var n = 3` there would not change the launch)."""
+    from .backends.cpu import toolchain
+    clang = "clang" in cc.version.lower()
+    return [("-O0" if clang and f == "-O1" else f) for f in FLAGS
+            if f not in toolchain.OPTIONAL_FLAGS or toolchain.accepts(cc, f)]
+
 # kind code -> the C type the stub gives a scalar of that kind
 _KIND_TYPES = {
     kinds.CODES["I8"]: "signed char", kinds.CODES["I16"]: "short",
@@ -352,12 +363,11 @@ def build(kernels, launch_entry: int, source: str | None = None) -> StubLibrary:
     """Generates, builds (or finds in the cache) and loads the stub library
     for `kernels` ((name, lowered_name, params) rows) calling
     `launch_entry`."""
-    from .backends.cpu import toolchain
     kernels = list(kernels)
     text, names = stub_source(kernels, source)
     cc = _compiler()
     key = cache_mod.cache_key(FORMAT, text, repr(sorted(names.items())), cc.identity,
-                              " ".join(FLAGS))
+                              " ".join(_flags(cc)))
     path = _cache.get("stub", key, ".so")
     if path is None:
         # The generated source is kept in the cache beside the library, and
@@ -371,10 +381,7 @@ def build(kernels, launch_entry: int, source: str | None = None) -> StubLibrary:
             src = f"{key}.cc"
             (d / src).write_text(text)
             remap = [f"-fdebug-prefix-map={d}={where}"] if where else []
-            # -fno-ipa-icf only where the compiler takes it (GCC; clang has
-            # no compile-time folding of identical functions).
-            flags = [f for f in FLAGS if f not in toolchain.OPTIONAL_FLAGS
-                     or toolchain.accepts(cc, f)]
+            flags = _flags(cc)
             _run(cc, [*flags, *remap, "-S", "-o", "stub.s", src], d, "compile", text)
             (d / "stub.s").write_text(_rename((d / "stub.s").read_text(), names))
             _run(cc, ["-fPIC", "-shared", "-o", "stub.so", "stub.s"], d, "assemble", text)

@@ -25,7 +25,10 @@ __thread ql_guard *ql_active_guard QL_TLS;
 __thread int ql_thread_ready QL_TLS;
 static __thread uintptr_t stack_low QL_TLS, stack_high QL_TLS;
 
-static const int caught[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL};
+/* SIGTRAP: __builtin_trap() is brk on aarch64 (ud2, SIGILL, on x86-64), and
+ * int3 / __builtin_debugtrap() traps on both; reported like SIGILL. A
+ * debugger's breakpoints never reach the handler (ptrace sees them first). */
+static const int caught[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP};
 #define NCAUGHT (sizeof caught / sizeof caught[0])
 static struct sigaction previous[NCAUGHT];
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
@@ -36,9 +39,42 @@ static int enabled;
 #define ALTSTACK_BYTES (64u << 10)
 
 /* ------------------------------------------------------------- the report */
+#if defined(__aarch64__)
+/* The records the kernel puts in the signal frame after the registers
+ * (mcontext's __reserved area; <asm/sigcontext.h>, not included: it clashes
+ * with glibc's <signal.h>): {magic, size} headers, the list ending at a zero
+ * magic. ESR_MAGIC's record holds the fault's Exception Syndrome Register. */
+struct ql_aarch64_record { uint32_t magic, size; };
+#define QL_ESR_MAGIC 0x45535201u
+#define QL_ESR_EC_DABT_LOW 0x24u  /* data abort from EL0 */
+#define QL_ESR_EC_DABT_CUR 0x25u
+#define QL_ESR_WNR (1u << 6)      /* data abort ISS: write, not read */
+#define QL_ESR_CM (1u << 8)       /* cache maintenance (reported as a write) */
+#endif
+
+/* 1 a write, 0 a read, -1 where the fault record does not say (the message
+ * then says "access"). */
 static int is_write(const ucontext_t *uc) {
 #if defined(__x86_64__)
     return (uc->uc_mcontext.gregs[REG_ERR] & 2) != 0; /* page-fault error code: W */
+#elif defined(__aarch64__)
+    const unsigned char *p = (const unsigned char *)uc->uc_mcontext.__reserved;
+    const unsigned char *end = p + sizeof uc->uc_mcontext.__reserved;
+    while (p + sizeof(struct ql_aarch64_record) <= end) {
+        struct ql_aarch64_record head;
+        __builtin_memcpy(&head, p, sizeof head);
+        if (head.magic == 0 || head.size < sizeof head || head.size > (size_t)(end - p)) break;
+        if (head.magic == QL_ESR_MAGIC && head.size >= sizeof head + 8) {
+            uint64_t esr;
+            __builtin_memcpy(&esr, p + sizeof head, sizeof esr);
+            const unsigned ec = (unsigned)(esr >> 26) & 0x3fu;
+            if (ec != QL_ESR_EC_DABT_LOW && ec != QL_ESR_EC_DABT_CUR) return -1;
+            if (esr & QL_ESR_CM) return 0;
+            return (esr & QL_ESR_WNR) != 0;
+        }
+        p += head.size;
+    }
+    return -1;  /* no ESR record (e.g. an emulator that does not write one) */
 #else
     (void)uc;
     return -1;
@@ -61,7 +97,7 @@ static int status_of(int sig, const siginfo_t *si) {
     case SIGSEGV: return QL_CPU_ERROR_ILLEGAL_ADDRESS;
     case SIGBUS: return si->si_code == BUS_ADRALN ? QL_CPU_ERROR_MISALIGNED
                                                   : QL_CPU_ERROR_ILLEGAL_ADDRESS;
-    case SIGILL: return QL_CPU_ERROR_ILLEGAL_INSTRUCTION;
+    case SIGILL: case SIGTRAP: return QL_CPU_ERROR_ILLEGAL_INSTRUCTION;
     default: return QL_CPU_ERROR_LAUNCH_FAILED;
     }
 }
@@ -129,6 +165,11 @@ static const char *describe(out *o, int sig, const siginfo_t *si, const ucontext
         put(o, " (SIGFPE) at instruction ");
         put_hex(o, instruction(uc));
         return 0;
+    case SIGTRAP:
+        put(o, "trap instruction (SIGTRAP) at ");
+        put_hex(o, instruction(uc));
+        return " (a __builtin_trap, __builtin_debugtrap or breakpoint instruction reached "
+               "without a debugger?)";
     default:
         put(o, "illegal instruction (SIGILL) at ");
         put_hex(o, instruction(uc));

@@ -1,0 +1,64 @@
+"""SIGTRAP from a kernel (issue 24 item 3): __builtin_trap() is brk on
+aarch64 and int3 / __builtin_debugtrap() traps on x86-64 too; each is a
+LaunchError like SIGILL, not the end of the process (exit 133). Run in a
+child process, so that an uncaught trap fails this test instead of killing
+the suite; and the aarch64 fault record (ESR) compiled in where an aarch64
+cross compiler is installed."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CHILD = r"""
+import numpy as np, quicklaunch as ql
+SOURCE = r'''
+extern "C" __global__ void bkpt(int *out, int at) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+#if defined(__x86_64__)
+    if (i == at) asm volatile("int3");
+#elif defined(__aarch64__)
+    if (i == at) asm volatile("brk #0x3e8");
+#else
+    if (i == at) __builtin_trap();
+#endif
+    out[i] = i;
+}
+'''
+m = ql.compile(SOURCE, device="cpu")
+out = np.zeros(64, np.int32)
+try:
+    m.bkpt[2, 32](out, 35)
+    print("NO ERROR")
+except ql.LaunchError as e:
+    print("LAUNCHERROR", e)
+m.bkpt[2, 32](out, -1)
+assert (out == np.arange(64)).all()
+print("RECOVERED")
+"""
+
+
+def test_sigtrap_is_a_launch_error():
+    proc = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    text = proc.stdout + proc.stderr
+    assert proc.returncode == 0, f"exit {proc.returncode}: {text[-2000:]}"
+    assert "LAUNCHERROR kernel 'bkpt' failed on the CPU device: trap instruction (SIGTRAP) at 0x" \
+        in text, text
+    assert "in block (1, 0, 0), thread (?, 0, 0)" in text and "RECOVERED" in text
+
+
+FAULT_C = Path(__file__).parents[2] / "src/quicklaunch/backends/cpu/fault.c"
+
+
+@pytest.mark.skipif(shutil.which("aarch64-linux-gnu-gcc") is None,
+                    reason="no aarch64 cross compiler (Debian: apt-get install gcc-aarch64-linux-gnu)")
+def test_fault_handler_builds_for_aarch64(tmp_path):
+    # The ESR-reading classification is under #ifdef __aarch64__: at least
+    # compile it (the emulated run is .ci/aarch64's).
+    out = subprocess.run(["aarch64-linux-gnu-gcc", "-std=gnu11", "-O2", "-Wall", "-Werror",
+                          "-c", str(FAULT_C), "-o", str(tmp_path / "fault.o")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
