@@ -103,19 +103,24 @@ def _jax_rows(dev):
             "jax.jit: jnp": lambda: f_jnp(x, y).block_until_ready()}
 
 
-def section(device="cpu", quick: bool = False) -> dict:
+def section(device="cpu", quick: bool = False, only=None, repeats=None) -> dict:
     """The section's result: {"title", "status", "unit", "rows": {name:
     {"status", "median_ns", "ratio" (to torch direct), "runs"}}, "reasons"}."""
     import quicklaunch as ql
     from .harness.model import OK, SKIPPED
     dev = ql.device(device)
-    fast_iters, slow_iters, repeats = (20_000, 2_000, 3) if quick else (200_000, 20_000, 5)
+    fast_iters, slow_iters, rounds = (20_000, 2_000, 3) if quick else (200_000, 20_000, 5)
+    repeats = repeats or rounds
     calls, reasons = {}, {}
     for name, rows in (("torch", _torch_rows), ("jax", _jax_rows)):
+        if only and name == "jax":
+            continue
         try:
             calls.update(rows(dev))
         except ImportError as exc:
             reasons[name] = f"{name} is not installed ({exc}): pip install '.[frameworks]'"
+    if only:
+        calls = {n: f for n, f in calls.items() if n in only}
     runs = {name: [] for name in calls}
     fast = {"numpy direct", "torch direct", "ql.torch.launcher", "ql.torch.op eager"}
     for _ in range(repeats):                       # interleaved, round by round
@@ -152,5 +157,8 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--device", default="cpu")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--launch-only", action="store_true",
+                   help="only 'numpy direct' and 'torch direct', 7 rounds")
     a = p.parse_args()
-    print(table(section(a.device, a.quick)))
+    only = {"numpy direct", "torch direct"} if a.launch_only else None
+    print(table(section(a.device, a.quick, only=only, repeats=7 if only else None)))
