@@ -62,3 +62,39 @@ def test_fault_handler_builds_for_aarch64(tmp_path):
                           "-c", str(FAULT_C), "-o", str(tmp_path / "fault.o")],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
+
+
+DIVIDE = r"""
+extern "C" __global__ void divide(int *out, const int *x, int d, int at) {
+    int i = threadIdx.x;
+    out[i] = x[i] / (i == at ? d : 1);
+}
+"""
+
+
+def test_divide_check_off_x86_only():
+    from quicklaunch.backends.cpu import toolchain
+    c = toolchain.find_compiler()
+    assert toolchain.debug_flags(c, "x86_64") == toolchain.DEBUG_FLAGS   # the CPU traps
+    arm = toolchain.debug_flags(c, "aarch64")
+    assert "-fsanitize=integer-divide-by-zero" in arm and toolchain.accepts(c, *arm[3:])
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_debug_build_divide_by_zero_is_a_launch_error(monkeypatch, machine):
+    """A debug build's x / 0 is a LaunchError on every host: x86-64's own
+    SIGFPE, aarch64's (no trap: the instruction gives 0) the compiler's check,
+    here forced on as it is there."""
+    import numpy as np
+    import quicklaunch as ql
+    from quicklaunch.backends.cpu import toolchain
+    monkeypatch.setattr(toolchain, "_machine", lambda: machine)
+    mod = ql.compile(DIVIDE, device="cpu", debug=True)
+    x = np.arange(1, 33, dtype=np.int32)
+    out = np.zeros(32, np.int32)
+    with pytest.raises(ql.LaunchError, match=r"kernel 'divide'.*(SIGFPE|SIGILL|SIGTRAP)"):
+        mod.divide[1, 32](out, x, 0, 5)
+    mod.divide[1, 32](out, x, 3, 5)
+    expected = x.copy()
+    expected[5] = x[5] // 3
+    np.testing.assert_array_equal(out, expected)

@@ -34,6 +34,9 @@ static struct sigaction previous[NCAUGHT];
 static pthread_once_t install_once = PTHREAD_ONCE_INIT;
 static pthread_key_t altstack_key;
 static int enabled;
+/* The guard page below a thread's stack is one system page: 4 KiB on
+ * x86-64, often 64 KiB on aarch64 (Grace). Read at install. */
+static uintptr_t page_bytes = 4096;
 
 /* The alternate signal stack of each thread that runs kernels. */
 #define ALTSTACK_BYTES (64u << 10)
@@ -117,7 +120,7 @@ static const char *describe(out *o, int sig, const siginfo_t *si, const ucontext
         return "; use less stack per CUDA thread or give each more with "
                "QUICKLAUNCH_CPU_STACK (e.g. QUICKLAUNCH_CPU_STACK=1M)";
     }
-    if (sig == SIGSEGV && !sent && stack_low && addr < stack_low + 4096 &&
+    if (sig == SIGSEGV && !sent && stack_low && addr < stack_low + page_bytes &&
         addr + ALTSTACK_BYTES >= stack_low) {
         put(o, "stack overflow: the kernel ran past its CPU thread's ");
         put_uint(o, (stack_high - stack_low) >> 10);
@@ -169,11 +172,12 @@ static const char *describe(out *o, int sig, const siginfo_t *si, const ucontext
         put(o, "trap instruction (SIGTRAP) at ");
         put_hex(o, instruction(uc));
         return " (a __builtin_trap, __builtin_debugtrap or breakpoint instruction reached "
-               "without a debugger?)";
+               "without a debugger, or, in a debug build, an integer division by zero?)";
     default:
         put(o, "illegal instruction (SIGILL) at ");
         put_hex(o, instruction(uc));
-        return " (a __builtin_trap or __builtin_unreachable reached?)";
+        return " (a __builtin_trap or __builtin_unreachable reached, or, in a debug build "
+               "off x86-64, an integer division by zero?)";
     }
 }
 
@@ -266,6 +270,8 @@ static void free_altstack(void *mapping) {
 static void install(void) {
     const char *s = getenv("QUICKLAUNCH_CPU_CATCH_FAULTS");
     if (s && strcmp(s, "0") == 0) return;
+    const long page = sysconf(_SC_PAGESIZE);
+    if (page > 0) page_bytes = (uintptr_t)page;
     if (pthread_key_create(&altstack_key, free_altstack) != 0) return;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

@@ -56,6 +56,14 @@ COMMON_FLAGS = ("-std=c++17", "-fPIC", "-shared", "-fno-ipa-icf", "-fvisibility=
 #    there, -march=native first elsewhere);
 #  - the memcheck --param options are spelled -mllvm -asan-... by clang.
 OPTIONAL_FLAGS = ("-fno-ipa-icf",)
+# Integer division by zero (docs/cpu-device.md): undefined in CUDA, and no
+# trap on a GPU. Debug builds make it a LaunchError on every host: x86-64's
+# divide instruction faults (SIGFPE) by itself; elsewhere (aarch64's returns
+# 0) the compiler adds a check that traps (SIGILL or SIGTRAP), in GCC's or
+# clang's spelling, whichever the compiler takes.
+DIVIDE_CHECKS = (("-fsanitize=integer-divide-by-zero", "-fsanitize-trap=integer-divide-by-zero"),
+                 ("-fsanitize=integer-divide-by-zero", "-fsanitize-undefined-trap-on-error"))
+TRAPPING_DIVIDE = ("x86_64", "amd64", "i386", "i486", "i586", "i686")
 NATIVE_FLAGS = ("-march=native", "-mcpu=native")
 CLANG_MEMCHECK_FLAGS = ("-fsanitize=kernel-address", "-mllvm",
                         "-asan-instrumentation-with-call-threshold=0", "-mllvm", "-asan-stack=0",
@@ -126,6 +134,18 @@ def native_flag(compiler: Compiler, machine: str | None = None) -> str:
 def common_flags(compiler: Compiler) -> tuple[str, ...]:
     """COMMON_FLAGS less the optional ones ``compiler`` refuses."""
     return tuple(f for f in COMMON_FLAGS if f not in OPTIONAL_FLAGS or accepts(compiler, f))
+
+
+def debug_flags(compiler: Compiler, machine: str | None = None) -> tuple[str, ...]:
+    """DEBUG_FLAGS, with a trapping integer-divide-by-zero check where the
+    architecture's divide instruction does not trap by itself."""
+    machine = machine or _machine()
+    if machine in TRAPPING_DIVIDE:
+        return DEBUG_FLAGS
+    for flags in DIVIDE_CHECKS:
+        if accepts(compiler, *flags):
+            return DEBUG_FLAGS + flags
+    return DEBUG_FLAGS
 
 
 def release_flags(compiler: Compiler) -> tuple[str, ...]:
@@ -264,7 +284,7 @@ def host_options(options: tuple[str, ...]) -> tuple[str, ...]:
 
 def build_command(compiler: Compiler, source: Path, output: Path, options: tuple[str, ...],
                   debug: bool) -> list[str]:
-    flags = DEBUG_FLAGS if debug else release_flags(compiler)
+    flags = debug_flags(compiler) if debug else release_flags(compiler)
     if debug == "memcheck":
         flags += memcheck_flags(compiler)
     return [compiler.command, *compiler.argv[1:], *common_flags(compiler), *flags,
