@@ -112,6 +112,10 @@ def test_fission_matches_fibers(cpu, case, monkeypatch):
     fis = _compile(case, True, monkeypatch)
     fib = _compile(case, False, monkeypatch)
     _KEEP.extend((fis, fib))
+    for e in fis.kernels:     # the pass refuses with a reason; it never breaks
+        why = fis[e].attributes["tier_reason"]
+        assert not any(w in why for w in ("could not parse", "did not compile",
+                                          "pass failed")), (e, why)
     accepted = [e for e in fis.kernels if fis[e].tier == "fission"]
     assert all(fib[e].tier != "fission" for e in fib.kernels)
     if not accepted:

@@ -71,7 +71,7 @@ def identity() -> str:
         v = version("libclang")
     except Exception:
         v = "?"
-    return f"fission=libclang-{v}-pass-9"
+    return f"fission=libclang-{v}-pass-10"
 
 
 @dataclass
@@ -980,11 +980,14 @@ class _Kernel:
             body_text = body_text + "\n" + outs
         skip = "if (__ql_exited[__ql_t]) continue; " if self.returns else ""
         tail = f" __ql_next{rid}:;" if self.returns else ""
+        # The thread's coordinates are stored for what the region calls (and
+        # for assert and fault reports) and read from a local shadow.
         return ("\nfor (unsigned __ql_z = 0, __ql_t = 0; __ql_z < __ql_bz; ++__ql_z) { "
-                "threadIdx.z = __ql_z; for (unsigned __ql_y = 0; __ql_y < __ql_by; ++__ql_y) { "
-                "threadIdx.y = __ql_y; for (unsigned __ql_x = 0; __ql_x < __ql_bx; "
-                f"++__ql_x, ++__ql_t) {{ threadIdx.x = __ql_x; {skip}{{ {refs}"
-                f"{body_text}\n}}{tail} }} }} }}")
+                "::threadIdx.z = __ql_z; for (unsigned __ql_y = 0; __ql_y < __ql_by; ++__ql_y) { "
+                "::threadIdx.y = __ql_y; for (unsigned __ql_x = 0; __ql_x < __ql_bx; "
+                f"++__ql_x, ++__ql_t) {{ ::threadIdx.x = __ql_x; {skip}{{ "
+                "const uint3 threadIdx = {__ql_x, __ql_y, __ql_z}; (void)threadIdx; "
+                f"{refs}{body_text}\n}}{tail} }} }} }}")
 
     def region_uses(self, rid, declared):
         return {h for h in self.replicated if rid in self.used_in.get(h, set())
@@ -1055,7 +1058,10 @@ class _Kernel:
         lines = [f"{tmpl}static void {fname}({params}) {{",
                  "const unsigned __ql_bx = blockDim.x, __ql_by = blockDim.y, "
                  "__ql_bz = blockDim.z;",
-                 "const unsigned __ql_n = __ql_bx * __ql_by * __ql_bz; (void)__ql_n;"]
+                 "const unsigned __ql_n = __ql_bx * __ql_by * __ql_bz; (void)__ql_n;",
+                 # launch-uniform coordinates read once, not through TLS per thread
+                 "const uint3 blockIdx = ::blockIdx; const dim3 blockDim = ::blockDim, "
+                 "gridDim = ::gridDim; (void)blockIdx; (void)blockDim; (void)gridDim;"]
         sizes = []
         for h, i in self.index.items():
             v = self.replicated[h]
