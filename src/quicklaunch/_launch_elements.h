@@ -64,6 +64,18 @@ static __attribute__((cold)) int elem_refuse(KernelCore *k, uint32_t i, ql_got g
     if (g.swapped)
         return arg_error(k, i, LaunchTypeError, "expects %S, got %s in non-native byte "
                          "order; pass x.astype(x.dtype.newbyteorder('='))", expect, got_text);
+    const char *npn = PyUnicode_Check(np) ? PyUnicode_AsUTF8(np) : NULL;
+    if (npn && strncmp(got_text, "a tensor of torch.", 18) == 0) { /* torch's spelling */
+        char tn[40];
+        const char *dot = strrchr(npn, '.');
+        PyOS_snprintf(tn, sizeof tn, "%s", dot ? dot + 1 : npn);
+        size_t len = strlen(tn);
+        if (len && tn[len - 1] == '_') tn[len - 1] = 0; /* np.bool_ */
+        return arg_error(k, i, LaunchTypeError, "expects %S, got %s; convert it with "
+                         "x.to(torch.%s), or reinterpret the bytes on purpose with "
+                         "x.view(torch.%s)", expect, got_text, tn, tn);
+    }
+    PyErr_Clear();
     return arg_error(k, i, LaunchTypeError, "expects %S, got %s; convert it with "
                      "x.astype(%S), or reinterpret the bytes on purpose with x.view(%S) or "
                      "ql.reinterpret(x)", expect, got_text, np, np);

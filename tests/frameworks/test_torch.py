@@ -18,7 +18,8 @@ def test_every_dtype_the_kernel_takes(torch, cpu_module, i, ctype):
     cpu_module[f"copy_{i}"][(N + 255) // 256, 256](x, y, N)
     assert torch.equal(x, y)
     wrong = torch.float32 if dt != torch.float32 else torch.int32
-    with pytest.raises(ql.LaunchTypeError, match=f"copy_{i}.*'y'"):
+    hint = fr"x\.to\(torch\.{TYPES[ctype]}\)"   # torch's spelling of the fix
+    with pytest.raises(ql.LaunchTypeError, match=fr"copy_{i}.*'y'.*{hint}"):
         cpu_module[f"copy_{i}"][(N + 255) // 256, 256](x, torch.zeros(N, dtype=wrong), N)
 
 
