@@ -21,6 +21,11 @@ from .trace import _from_environment  # noqa: E402
 from . import env as _env  # noqa: E402
 
 _env.check()   # a bad value of a variable quicklaunch reads is an error here, naming it
+# pdb's `break mod.saxpy` reads the kernel's __code__ (quicklaunch.debug.kernel_code)
+from .module import DebugKernel as _DebugKernel  # noqa: E402
+from .debug import kernel_code as _kernel_code  # noqa: E402
+
+_DebugKernel.__code__ = property(_kernel_code, doc=_kernel_code.__doc__)
 _from_environment()
 Launcher = _launch.Launcher
 

@@ -31,7 +31,7 @@ def _info(args) -> int:
             print(f"  {row.kind:<9} {dev.description}{extra}")
         except (ql.DeviceError, ql.CudaError) as exc:
             print(f"  {row.kind:<9} unavailable: {exc}")
-        for what, line in _compilers(row, importlib.import_module(row.module)):
+        for what, line in _compilers(importlib.import_module(row.module)):
             print(f"    {what:<10} {line}")
     print(f"  default   {ql.default_device().name}")
     _mpi_line()
@@ -50,48 +50,14 @@ def _info(args) -> int:
     return 0
 
 
-def _compilers(row, module) -> list[tuple[str, str]]:
-    """A device's compiler lines: its backend's (quicklaunch info's
-    toolchain()), with what a user needs beside them: for the CPU device
-    the host compiler's flags and the CPU it builds for, for HIP where
-    hiprtc is and its version."""
-    lines = list(module.toolchain())
+def _compilers(module) -> list[tuple[str, str]]:
+    """A device's compiler lines (its backend's toolchain(): for the CPU the
+    host compiler's flags and the CPU it builds for, for HIP where hiprtc is
+    and its version); info reports, never fails on a probe."""
     try:
-        if row.kind == "cpu":
-            lines += _cpu_flags()
-        elif row.kind == "hip":
-            lines = [_hiprtc_line() if what == "hiprtc" and not line.startswith("none") else
-                     (what, line) for what, line in lines]
-    except Exception as exc:  # noqa: BLE001 - info reports, never fails on a probe
-        lines.append(("?", f"could not be probed: {exc}"))
-    return lines
-
-
-def _cpu_flags() -> list[tuple[str, str]]:
-    from .backends.cpu import toolchain as tc
-    from .errors import CompileError
-    try:
-        c = tc.find_compiler()
-    except CompileError:
-        return []
-    cxx = " ".join(c.argv[1:])
-
-    def flags(name, constant):   # chosen per compiler where the toolchain does so
-        chosen = getattr(tc, name, None)
-        return " ".join(chosen(c) if chosen else constant)
-    return [("flags", " ".join((*c.argv[1:], flags("common_flags", tc.COMMON_FLAGS)))
-             + (f" (from $CXX: {cxx})" if cxx else "")),
-            ("release", flags("release_flags", tc.RELEASE_FLAGS)),
-            ("debug", " ".join(tc.DEBUG_FLAGS)),
-            ("memcheck", "debug + " + flags("memcheck_flags", tc.MEMCHECK_FLAGS)),
-            ("target", tc.resolved_target(c) + " (in every CPU cache key)")]
-
-
-def _hiprtc_line() -> tuple[str, str]:
-    from .backends.hip import hiprtc
-    lib = hiprtc.load()
-    return ("hiprtc", f"{lib.version[0]}.{lib.version[1]} ({lib.path}; comgr "
-                      f"{lib.comgr_version} at {lib.comgr_path})")
+        return list(module.toolchain())
+    except Exception as exc:  # noqa: BLE001
+        return [("?", f"could not be probed: {exc}")]
 
 
 def _mpi_line() -> None:

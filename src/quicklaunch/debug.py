@@ -300,51 +300,6 @@ def python_location(source: str, file: str, call_line: int, kernel_line: int) ->
     return (file, call_line) if start is None else (file, start + kernel_line - 1)
 
 
-# The faulting instruction in a CPU fault's message (fault.c): "[at instruction
-# 0x...]" (SIGSEGV, SIGBUS), "at instruction 0x..." (SIGFPE, a general
-# protection fault), "(SIGILL) at 0x...".
-_FAULT_PC = re.compile(r"(?:at instruction|\(SIGILL\) at) (0x[0-9a-f]+)")
-
-
-def fault_location(kernel, detail: str) -> str:
-    """Where a debug build's kernel faulted, from the module's debug info:
-    ``"; the fault is at <file>:<line> (in <kernel>): <the
-    source line>"``, or "" when the message names no instruction, the
-    instruction is not in the kernel's module (a C library function) or
-    addr2line cannot say. The error's cold path only: one addr2line run."""
-    import ctypes
-    import os
-    import subprocess
-    m = _FAULT_PC.search(detail)
-    library = getattr(getattr(kernel, "module", None), "_library", None)
-    if m is None or library is None:
-        return ""
-    from .backends.cpu import loader
-    pc, info = int(m.group(1), 16), loader._DlInfo()
-    if not loader._dladdr(pc, ctypes.byref(info)) or not info.dli_fbase:
-        return ""
-    name = os.fsdecode(info.dli_fname or b"")
-    if name != getattr(library, "_name", None):
-        return ""   # the fault is outside the kernel's module
-    try:
-        out = subprocess.run(["addr2line", "-f", "-C", "-e", name, f"{pc - info.dli_fbase:#x}"],
-                             capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    lines = out.stdout.splitlines()
-    if len(lines) < 2 or lines[1].startswith("??"):
-        return ""
-    where = re.sub(r" \(discriminator \d+\)$", "", lines[1])
-    file, _, line = where.rpartition(":")
-    if not line.isdigit() or int(line) == 0:
-        return ""
-    func = lines[0].split("(")[0]
-    text = linecache.getline(file, int(line)).strip()
-    return (f"; the fault is at {file}:{line}"
-            + (f" (in {func})" if func and func != "??" else "")
-            + (f": {text}" if text else ""))
-
-
 def kernel_code(kernel):
     """The code object pdb's ``break mod.saxpy`` reads from a debug kernel
     (``DebugKernel.__code__``): named after the kernel, at the file and line
@@ -364,13 +319,3 @@ def kernel_code(kernel):
         kernel.__dict__["_ql_code"] = code
     return code
 
-
-def _install() -> None:
-    # DebugKernel lives in quicklaunch.module, which imports this module
-    # lazily; quicklaunch/__init__ imports both, this one second.
-    from .module import DebugKernel
-    if not isinstance(DebugKernel.__dict__.get("__code__"), property):
-        DebugKernel.__code__ = property(kernel_code, doc=kernel_code.__doc__)
-
-
-_install()

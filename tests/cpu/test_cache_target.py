@@ -3,7 +3,6 @@ key holds the host's CPU as the compiler resolves -march=native, so a cache
 on a shared home directory recompiles on a host whose CPU differs instead of
 handing it code built for instructions it lacks."""
 import numpy as np
-import pytest
 
 import quicklaunch as ql
 from quicklaunch.backends.cpu import compiler as cpu_compiler

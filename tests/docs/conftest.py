@@ -14,7 +14,9 @@ fence: ``python continuation`` continues the block before it, and a
   with that reason, where none is usable;
 * ``fixture:hip_gpu`` - the same for an AMD GPU;
 * ``fixture:mpi`` - the block needs mpi4py and an MPI launch (mpirun);
-  skipped otherwise.
+  skipped otherwise;
+* ``fixture:torch_installed``, ``fixture:jax_installed`` - the block needs
+  that framework; skipped, saying so, where it is not installed.
 
 Blocks that are not Python to run (shell commands, output) are fenced as
 ``sh`` or ``text``, and are not collected.
@@ -84,9 +86,19 @@ def hip_gpu(monkeypatch):
 
 
 @pytest.fixture
+def torch_installed():
+    return pytest.importorskip("torch", reason="needs torch (pip install torch)")
+
+
+@pytest.fixture
+def jax_installed():
+    return pytest.importorskip("jax", reason="needs jax (pip install jax)")
+
+
+@pytest.fixture
 def mpi():
     mpi4py = pytest.importorskip("mpi4py", reason="needs mpi4py and an MPI launch")
-    from mpi4py import MPI   # noqa: F401
+    from mpi4py import MPI
     if MPI.COMM_WORLD.Get_size() < 2:
         pytest.skip("needs an MPI launch (mpirun -n 2 or more)")
     return mpi4py

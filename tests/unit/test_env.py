@@ -90,7 +90,7 @@ def test_import_refuses_a_bad_value():
 def test_listing_marks_a_bad_value():
     rows = {name: (value, what) for name, value, what in
             env.listing({"QUICKLAUNCH_CPU_THREADS": "abc", "QUICKLAUNCH_DEBUG": "1"})}
-    assert rows["QUICKLAUNCH_CPU_THREADS"] == ("'abc'", "INVALID: expected a whole number "
-                                               "of threads, at least 1")
+    invalid = "INVALID: expected a whole number of threads, at least 1"
+    assert rows["QUICKLAUNCH_CPU_THREADS"] == ("'abc'", invalid)
     assert rows["QUICKLAUNCH_DEBUG"][0] == "'1'"
     assert rows["QUICKLAUNCH_CPU_STACK"][0] == "(unset)"

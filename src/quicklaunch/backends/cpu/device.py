@@ -112,12 +112,28 @@ def usable() -> bool:
 
 
 
+def _memcheck_line(tc, c) -> str:
+    from ...errors import CompileError
+    try:
+        return "debug + " + " ".join(tc.memcheck_flags(c))
+    except CompileError as exc:
+        return f"unavailable: {exc}"
+
+
 def toolchain() -> list[tuple[str, str]]:
     """`quicklaunch info`'s compiler lines for this device."""
     from ...errors import CompileError
     from . import toolchain as tc
     try:
         c = tc.find_compiler()
-        return [("C++", f"{c.path}: {c.version}")]
     except CompileError as exc:
         return [("C++", f"none: {exc}")]
+    cxx = " ".join(c.argv[1:])
+    # the flags as the toolchain chooses them for this compiler
+    return [("C++", f"{c.path}: {c.version}"),
+            ("flags", " ".join((*c.argv[1:], *tc.common_flags(c)))
+             + (f" (from $CXX: {cxx})" if cxx else "")),
+            ("release", " ".join(tc.release_flags(c))),
+            ("debug", " ".join(tc.DEBUG_FLAGS)),
+            ("memcheck", _memcheck_line(tc, c)),
+            ("target", tc.resolved_target(c) + " (in every CPU cache key)")]

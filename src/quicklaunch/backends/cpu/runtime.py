@@ -153,7 +153,7 @@ def error_hook(kernel, status: int) -> LaunchError:
         if detail.startswith(own):
             detail = detail[len(own):]
         if getattr(getattr(kernel, "module", None), "debug", False):
-            from ...debug import fault_location   # a debug build: name the source line
+            from .faultline import fault_location   # a debug build: name the source line
             detail += fault_location(kernel, detail)
         return LaunchError(f"kernel '{kernel.name}' failed on the CPU device: {detail}")
     what, why = _STATUS.get(status, ("unknown status", "an internal error"))

@@ -230,7 +230,9 @@ def toolchain() -> list[tuple[str, str]]:
 
     from . import hiprtc
     try:
-        line = hiprtc.load().description
+        lib = hiprtc.load()   # its version and where it is (and comgr's)
+        line = (f"{lib.version[0]}.{lib.version[1]} ({lib.path}; comgr "
+                f"{lib.comgr_version} at {lib.comgr_path})")
     except (CompileError, DeviceError) as exc:
         line = f"none: {str(exc).split('. ')[-1]}"
     return [("hiprtc", line), ("hipcc", shutil.which("hipcc") or "not found")]
