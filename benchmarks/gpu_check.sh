@@ -20,6 +20,8 @@
 #                 on this machine: on the null driver (checked) and on the real driver
 #                 (--real), DIR/driver-overhead-{null,real}.json, so the two tables compare
 #                 row by row on one CPU (docs/why-latency.md)
+#   6c. graphs, then frameworks (python -m quicklaunch.bench.frameworks --device cuda, where
+#                 a CUDA build of torch is importable): DIR/graphs.json, DIR/frameworks.json
 #   7. summary    DIR/summary.md, also printed last
 #
 # Files in DIR: gpu_check.log (everything), summary.md, results.json, results.md,
@@ -299,6 +301,14 @@ EOF
                 --out "$OUT_DIR/graphs.json" \
                 && note "graphs: replay against individual launches (graphs.json)" \
                 || note "graphs: benchmark exit $?"
+        fi
+        if [ "$(left)" -gt 75 ] && "$VPY" -c "import torch; assert torch.cuda.is_available()" \
+                2>/dev/null; then
+            section "frameworks: kernels inside torch (and JAX) programs"
+            run_t 60 "$VPY" -m quicklaunch.bench.frameworks --device cuda --quick \
+                --out "$OUT_DIR/frameworks.json" \
+                && note "frameworks: torch/JAX rows on the GPU (frameworks.json, docs/frameworks.md)" \
+                || note "frameworks: benchmark exit $?"
         fi
     fi
 

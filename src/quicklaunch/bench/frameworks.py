@@ -119,6 +119,8 @@ def section(device="cpu", quick: bool = False, only=None, repeats=None) -> dict:
             calls.update(rows(dev))
         except ImportError as exc:
             reasons[name] = f"{name} is not installed ({exc}): pip install '.[frameworks]'"
+        except Exception as exc:  # noqa: BLE001 - e.g. a jaxlib without this device
+            reasons[name] = f"{name} rows could not be set up: {type(exc).__name__}: {exc}"
     if only:
         calls = {n: f for n, f in calls.items() if n in only}
     runs = {name: [] for name in calls}
@@ -159,6 +161,12 @@ if __name__ == "__main__":
     p.add_argument("--quick", action="store_true")
     p.add_argument("--launch-only", action="store_true",
                    help="only 'numpy direct' and 'torch direct', 7 rounds")
+    p.add_argument("--out", help="also write the section as JSON here")
     a = p.parse_args()
     only = {"numpy direct", "torch direct"} if a.launch_only else None
-    print(table(section(a.device, a.quick, only=only, repeats=7 if only else None)))
+    sec = section(a.device, a.quick, only=only, repeats=7 if only else None)
+    print(table(sec))
+    if a.out:
+        import json
+        with open(a.out, "w") as f:
+            json.dump(sec, f, indent=1)
