@@ -11,9 +11,10 @@
  * and starts the next pass. If nothing can be resolved, the block is
  * deadlocked: a LaunchError names the block and what each thread waits for.
  *
- * Switching saves six registers and swaps stacks, with no system call
- * (x86-64 assembly below; elsewhere a ucontext fallback, whose swapcontext
- * makes one and which uses only the top 16 KiB of each stack). Stacks are
+ * Switching saves the callee-saved registers and swaps stacks, with no
+ * system call (x86-64 and aarch64 assembly below; elsewhere a ucontext
+ * fallback, whose swapcontext makes one and which uses only the top 16 KiB
+ * of each stack). Stacks are
  * mmap'd once per worker, QUICKLAUNCH_CPU_STACK bytes each (default 64 KiB),
  * with a PROT_NONE guard page below each. */
 #ifndef QL_FIBERS_H
@@ -21,7 +22,7 @@
 
 #include <sys/mman.h>
 #include <unistd.h>
-#if !defined(__x86_64__)
+#if !defined(__x86_64__) && !defined(__aarch64__)
 #include <ucontext.h>
 #endif
 
@@ -57,6 +58,47 @@ QL_FN void prepare(context *c, char *top, void (*entry)(void *), void *arg) {
     *--sp = (void *)entry;                 /* r13 */
     *--sp = 0;                             /* r14 */
     *--sp = 0;                             /* r15 */
+    c->sp = sp;
+}
+QL_FN void jump(context *from, context *to) { ql_fiber_switch(&from->sp, to->sp); }
+#elif defined(__aarch64__)
+/* AAPCS64's callee-saved state: x19-x28, the frame pointer x29, the link
+ * register x30 (where ret goes) and d8-d15, 160 bytes on the stack being
+ * left; sp itself in *save_sp. No system call (swapcontext makes one per
+ * switch, rt_sigprocmask). */
+extern "C" void ql_fiber_switch(void **save_sp, void *to_sp)
+    __attribute__((visibility("hidden")));
+extern "C" void ql_fiber_trampoline(void) __attribute__((visibility("hidden")));
+__asm__(
+    ".text\n.p2align 4\n"
+    ".globl ql_fiber_switch\n.hidden ql_fiber_switch\n.type ql_fiber_switch,%function\n"
+    "ql_fiber_switch:\n"
+    "  sub sp, sp, #160\n"
+    "  stp x19, x20, [sp, #0]\n  stp x21, x22, [sp, #16]\n  stp x23, x24, [sp, #32]\n"
+    "  stp x25, x26, [sp, #48]\n  stp x27, x28, [sp, #64]\n  stp x29, x30, [sp, #80]\n"
+    "  stp d8, d9, [sp, #96]\n  stp d10, d11, [sp, #112]\n  stp d12, d13, [sp, #128]\n"
+    "  stp d14, d15, [sp, #144]\n"
+    "  mov x2, sp\n  str x2, [x0]\n  mov sp, x1\n"
+    "  ldp x19, x20, [sp, #0]\n  ldp x21, x22, [sp, #16]\n  ldp x23, x24, [sp, #32]\n"
+    "  ldp x25, x26, [sp, #48]\n  ldp x27, x28, [sp, #64]\n  ldp x29, x30, [sp, #80]\n"
+    "  ldp d8, d9, [sp, #96]\n  ldp d10, d11, [sp, #112]\n  ldp d12, d13, [sp, #128]\n"
+    "  ldp d14, d15, [sp, #144]\n"
+    "  add sp, sp, #160\n  ret\n.size ql_fiber_switch, .-ql_fiber_switch\n"
+    ".globl ql_fiber_trampoline\n.hidden ql_fiber_trampoline\n"
+    ".type ql_fiber_trampoline,%function\n"
+    "ql_fiber_trampoline:\n  mov x0, x19\n  blr x20\n  brk #0\n"
+    ".size ql_fiber_trampoline, .-ql_fiber_trampoline\n");
+
+struct context { void *sp; };
+
+/* A fresh stack whose first switch-in "returns" (x30) to the trampoline,
+ * which calls entry (x20) with arg (x19); the frame chain ends (x29 = 0). */
+QL_FN void prepare(context *c, char *top, void (*entry)(void *), void *arg) {
+    void **sp = (void **)((uintptr_t)top & ~(uintptr_t)15) - 20;
+    for (int i = 0; i < 20; ++i) sp[i] = 0;
+    sp[0] = arg;                           /* x19 -> x0 */
+    sp[1] = (void *)entry;                 /* x20 */
+    sp[11] = (void *)ql_fiber_trampoline;  /* x30: where ret goes */
     c->sp = sp;
 }
 QL_FN void jump(context *from, context *to) { ql_fiber_switch(&from->sp, to->sp); }
