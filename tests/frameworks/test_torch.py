@@ -143,3 +143,10 @@ def test_launcher_waits_behind_queued_stream_work(torch, cpu_module):
     ql.torch.launcher(cpu_module.saxpy, 4, 256)(1.0, x, y, N)
     assert torch.all(y == 2)                          # both done at return
     s.close()
+
+
+def test_op_refuses_a_struct_parameter(torch):
+    mod = ql.compile(r'''struct P { float a, b; };
+extern "C" __global__ void k(P p, float *y) {}''', device="cpu")
+    with pytest.raises(TypeError, match=r"parameter 'p' of kernel 'k'.*ql.torch.op\(fn"):
+        ql.torch.op(mod.k, 1, 1)

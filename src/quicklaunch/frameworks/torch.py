@@ -86,7 +86,7 @@ _INT = re.compile(r"^(unsigned |signed )?(char|short|int|long|long long|long int
                   r"long long int|size_t|ptrdiff_t|u?int(8|16|32|64)_t)$")
 
 
-def _schema_type(p) -> tuple[str, bool]:
+def _schema_type(p, kernel: str) -> tuple[str, bool]:
     """(schema type, mutated) of a kernel parameter."""
     ct = p.ctype.strip()
     if ct.endswith("*"):
@@ -98,7 +98,7 @@ def _schema_type(p) -> tuple[str, bool]:
         return "bool", False
     if _INT.match(ct):
         return "SymInt", False
-    raise TypeError(f"ql.torch.op: parameter '{p.name}' of kernel '{p.name}' has C type "
+    raise TypeError(f"ql.torch.op: parameter '{p.name}' of kernel '{kernel}' has C type "
                     f"{ct!r}, which a torch schema cannot carry; wrap the launch in a Python "
                     f"function and pass that to ql.torch.op(fn, ...)")
 
@@ -129,7 +129,7 @@ class Op:
             if o not in names:
                 raise ValueError(f"ql.torch.op: outputs names {o!r}, which is not a parameter "
                                  f"of kernel '{kernel.name}' {tuple(names)}")
-        types = [_schema_type(p) for p in params]
+        types = [_schema_type(p, kernel.name) for p in params]
         for o in self.outputs:
             t, mut = types[names.index(o)]
             if t != "Tensor" or not mut:
