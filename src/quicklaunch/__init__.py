@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from . import _launch
 from .devices import Device, default_device, device
-from .errors import (CacheError, CompileError, CompileWarning, CudaError, DeviceError,
+from .errors import (CacheError, CompileError, CompileLogWarning, CompileWarning, CudaError,
+                     DeviceError,
                      LaunchError, LaunchOverflowError, LaunchTypeError, LaunchValueError,
                      QuicklaunchError)
 from .memory import Buffer, asarray, empty, zeros
@@ -50,5 +51,5 @@ __all__ = [
     "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
     "DeviceError", "CudaError", "KernelNotFoundError", "LaunchWarning", "trace",
     "Stream", "Event", "graph", "Graph", "__version__",
-    "cuda", "hip", "load",
+    "cuda", "hip", "load", "CompileLogWarning",
 ]

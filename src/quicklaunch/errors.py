@@ -8,16 +8,17 @@ arguments also derive from the matching builtin (``TypeError``,
 from __future__ import annotations
 
 __all__ = [
-    "QuicklaunchError",
+    "CacheError",
     "CompileError",
+    "CompileLogWarning",
+    "CompileWarning",
+    "CudaError",
+    "DeviceError",
     "LaunchError",
+    "LaunchOverflowError",
     "LaunchTypeError",
     "LaunchValueError",
-    "LaunchOverflowError",
-    "CacheError",
-    "DeviceError",
-    "CudaError",
-    "CompileWarning",
+    "QuicklaunchError",
 ]
 
 
@@ -86,3 +87,10 @@ class CompileWarning(UserWarning):
     """Something a compile did to the source that the user should know once:
     host code dropped, a feature mapped. Silence it with
     ``warnings.filterwarnings("ignore", category=ql.CompileWarning)``."""
+
+
+class CompileLogWarning(CompileWarning):
+    """The device compiler's own warnings (g++, NVRTC, hiprtc), issued once
+    per ``ql.compile`` whose log has any (a cache hit too: the log is kept
+    with the entry); the whole log is ``module.compile_log``. Make them
+    errors with ``warnings.filterwarnings("error", category=ql.CompileLogWarning)``."""

@@ -176,6 +176,19 @@ class Module:
         self._path = None      # the shared object's file
 
     @property
+    def compile_log(self) -> str:
+        """The device compiler's log of this module (its warnings; "" when it
+        said nothing, or for a module ql.load made): g++ on the CPU device,
+        NVRTC, hiprtc. Kept with the cache entry, so a cache hit has it too."""
+        image = getattr(self, "_image", None)
+        if image is None:
+            return ""
+        log = image.extra.get("log") if isinstance(image.extra, dict) else None
+        if log is None:
+            log = getattr(image.program, "log", None)
+        return log if isinstance(log, str) else ""
+
+    @property
     def kernels(self) -> list[str]:
         """Names of the kernels this module can launch."""
         return list(self._kernels)
@@ -345,6 +358,7 @@ def compile(source: str, device=None, options=(), name_expressions=(), debug=Non
     mod._library = image.library
     mod._path = image.path
     mod._program = image.program
+    _warn_log(mod, origin)   # the compiler's warnings: CompileLogWarning
     mod._templates = (set(image.templates) if image.templates is not None
                       else _templates_of(source))
     backend = dev.backend
@@ -403,3 +417,17 @@ def _add_kernel(mod: Module, expr: str, symbol: str | None, k: Kernel) -> None:
     short = expr.rsplit("::", 1)[-1]
     if short != expr and "<" not in expr:
         mod._aliases.setdefault(short, expr)
+
+
+def _warn_log(mod: Module, origin: str) -> None:
+    """One CompileLogWarning when the compiler's log has warnings."""
+    log = mod.compile_log
+    if "warning" not in log.lower():
+        return
+    import warnings
+    from .errors import CompileLogWarning
+    shown = log.strip()
+    if len(shown) > 4000:
+        shown = shown[:4000] + "\n[... see module.compile_log]"
+    warnings.warn(f"the {mod.device.name} compiler reported warnings{origin}:\n{shown}",
+                  CompileLogWarning, stacklevel=3)

@@ -56,3 +56,13 @@ def test_attributes_are_read_on_first_use(ql_fake, monkeypatch):
     assert k.attributes.get("tier") is None and calls == []   # compile asked nothing
     assert k.attributes["num_regs"] == 32 and len(calls) == 8
     assert k.attributes["local_size_bytes"] == 0 and len(calls) == 8   # read once
+
+
+def test_compile_log_on_cuda(ql_fake):
+    import uuid
+    src = f"#warning quicklaunch-test-warning {uuid.uuid4().hex}\n{SRC}"
+    with pytest.warns(ql.CompileLogWarning, match="quicklaunch-test-warning"):
+        mod = ql.compile(src, device="cuda")
+    assert "quicklaunch-test-warning" in mod.compile_log
+    with pytest.warns(ql.CompileLogWarning):   # a cache hit keeps the log
+        assert "quicklaunch-test-warning" in ql.compile(src, device="cuda").compile_log

@@ -15,3 +15,13 @@ def test_attributes_and_occupancy_on_fake_hip(fake):  # noqa: F811
     assert a["shared_size_bytes"] == 0 and a.not_applicable == {}
     assert k.max_active_blocks_per_sm(256) == 8
     assert k.max_active_blocks_per_sm(64, 65537) == 0
+
+
+def test_compile_log_on_hip(fake):  # noqa: F811
+    import uuid
+
+    import pytest
+    src = f"#warning quicklaunch-test-warning {uuid.uuid4().hex}\n{SRC}"
+    with pytest.warns(ql.CompileLogWarning, match="quicklaunch-test-warning"):
+        mod = ql.compile(src, device="hip")
+    assert "quicklaunch-test-warning" in mod.compile_log

@@ -349,9 +349,10 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
     defines = ("-DQL_TIER2=1", "-ffp-contract=off") if fibers else ()
     if re.search(r"\b(assert|__assert_fail|ql_assert_fail|__trap)\b", strip_comments(text)):
         defines += ("-DQL_ABORTS=1",)  # tier 1 then sets up a way to stop a thread
+    logs: list[str] = []
     try:
         data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
-                        shown=options)
+                        shown=options, logs=logs)
     except CompileError as exc:
         if not plan.rows:
             raise
@@ -359,11 +360,12 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
         # module with every barrier kernel on fibers; its errors are the user's.
         tu = translation_unit(source, exprs, filename, first_line, meta["tiers"])
         data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
-                        shown=options)
+                        shown=options, logs=logs)
         first = next((ln for ln in str(exc).splitlines() if "error" in ln), "")
         for e in plan.rows:
             meta["tier"][e] = ["fibers", f"the fission code did not compile: {first.strip()}"]
             meta["tiers"][e] = 2
+    meta["log"] = logs[-1] if logs else ""
     stored = _store(key, data, meta)
     if stored is None:   # uncached: load the bytes from memory
         stored = loader.memfd_of(data, f"quicklaunch-{key[:16]}.so"), f"<memfd {key[:16]}.so>"
@@ -411,8 +413,27 @@ def _fission_plan(source, exprs, meta, filename, first_line, cc, debug):
     return plan
 
 
+_DIAGNOSTIC = re.compile(r"^(.+?):(\d+):(?:(\d+):)? (warning|error|note)\b")
+
+
+def _user_diagnostics(log: str, filename: str) -> str:
+    """The diagnostics of a successful compile that point into the user's
+    source (``filename``), each with its context lines; those in quicklaunch's
+    generated code and headers are left out."""
+    kept, keep = [], False
+    for line in log.splitlines():
+        m = _DIAGNOSTIC.match(line)
+        if m:
+            keep = m.group(1) == filename
+        elif not line.startswith(" "):
+            keep = False   # "In function ...", "At global scope:" and the like
+        if keep:
+            kept.append(line)
+    return "\n".join(kept)
+
+
 def _compile(tu: str, options, debug, source, origin, filename, key, defines=(),
-             first_line=1, shown=None) -> bytes:
+             first_line=1, shown=None, logs=None) -> bytes:
     compiler = toolchain.find_compiler()
     with tempfile.TemporaryDirectory(prefix="quicklaunch-") as tmp:
         # Fixed names inside a private directory keep the output identical
@@ -420,10 +441,14 @@ def _compile(tu: str, options, debug, source, origin, filename, key, defines=(),
         src, out = Path(tmp, f"{key[:16]}.cpp"), Path(tmp, f"{key[:16]}.so")
         src.write_text(tu)
         command = toolchain.build_command(compiler, src, out, (*defines, *options), debug)
+        if logs is not None:   # warnings on: the user's are kept (module.compile_log)
+            command = [a for a in command if a != "-w"]
         status, log = toolchain.run_compiler(command, Path(tmp))
         if status != 0 or not out.exists():
             raise toolchain.compile_error("kernel source failed to compile for the CPU "
                                           "device", log, source,
                                           options if shown is None else shown, command, origin,
                                           filename, first_line)
+        if logs is not None:   # the compiler's warnings: module.compile_log
+            logs.append(_user_diagnostics(log, filename))
         return out.read_bytes()

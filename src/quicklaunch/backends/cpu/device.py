@@ -56,7 +56,8 @@ class CpuBackend:
                                        lines.get(lk.expr, 1),
                                        {"tier": tier[0], "tier_reason": tier[1]}))
         return ModuleImage(tuple(kernels), built.library, frozenset(built.meta["templates"]),
-                           path=built.path, options=options)
+                           path=built.path, options=options,
+                           extra={"log": str(built.meta.get("log") or "")})
 
     def global_address(self, image, name, symbol):
         from .loader import global_variable
