@@ -95,3 +95,26 @@ def test_relaxed_capture_allows_a_compile(setup, ql_fake):
     ql.compile(OTHER, device=gpu)
     mod.saxpy[1, 64, 0, s](1.0, x, y, 64)
     assert graph_nodes(ql_fake, o.stream_end_capture(h)) == [1]
+
+
+def test_guard_refuses_legacy_launch_next_to_a_non_blocking_capture(setup, ql_fake):
+    """torch captures on non-blocking side streams, where the driver lets a
+    legacy-stream launch run at once, outside the graph; the guard (what
+    ql.torch.capture_guard() installs) makes it an error."""
+    from quicklaunch.frameworks._capture import CaptureGuard
+    gpu, mod, x, y, s, h, o = setup
+    nb = c_void_p()
+    assert ql_fake.cuStreamCreate(byref(nb), 1) == 0          # CU_STREAM_NON_BLOCKING
+    mod.saxpy[1, 64](1.0, x, y, 64)
+    o.stream_begin_capture(nb.value)
+    before = ql_fake.fake_cuda_launch_count()
+    mod.saxpy[1, 64](1.0, x, y, 64)                           # unguarded: runs, not captured
+    assert ql_fake.fake_cuda_launch_count() == before + 1
+    with CaptureGuard(gpu, nb.value):
+        with pytest.raises(ql.LaunchError, match=r"saxpy.*legacy default stream.*being "
+                           r"captured.*outside the graph"):
+            mod.saxpy[1, 64](1.0, x, y, 64)
+        mod.saxpy[1, 64, 0, nb.value](2.0, x, y, 64)          # the capturing stream: recorded
+    assert ql_fake.fake_cuda_launch_count() == before + 1
+    assert graph_nodes(ql_fake, o.stream_end_capture(nb.value)) == [1]
+    assert ql.graph is not None and ql._launch._set_capture_hook(None) is None  # removed

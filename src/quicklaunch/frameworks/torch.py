@@ -28,7 +28,7 @@ from . import _torch_abi
 
 _torch_abi.register()  # the launcher's C reading of tensors (else on the first tensor seen)
 
-__all__ = ["launcher", "op", "current_stream", "LIBRARY"]
+__all__ = ["launcher", "op", "current_stream", "capture_guard", "LIBRARY"]
 
 LIBRARY = "ql"
 _lib = torch.library.Library(LIBRARY, "FRAGMENT")
@@ -78,6 +78,21 @@ def launcher(kernel, grid, block, shared_mem: int = 0):
             run = runs[s] = configure(grid, block, shared_mem, s)
         run(*args)
     return call
+
+
+def capture_guard(device=None, stream=None):
+    """``with torch.cuda.graph(g), ql.torch.capture_guard():``: while torch
+    captures, a quicklaunch launch on the legacy default stream (``k[grid,
+    block](...)`` with no stream) raises instead of running outside the
+    graph. ``device`` defaults to torch's current CUDA device, ``stream`` to
+    torch's current (capturing) stream, read on entry."""
+    from ._capture import CaptureGuard
+    if device is None:
+        device = f"cuda:{torch.cuda.current_device()}"
+    dev = _device(device)
+    if stream is None:
+        stream = torch._C._cuda_getCurrentRawStream(dev.ordinal)
+    return CaptureGuard(dev, stream, "torch.cuda.graph")
 
 
 # ------------------------------------------------------------------ op()
