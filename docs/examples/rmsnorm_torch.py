@@ -96,8 +96,8 @@ def main(device="cpu", n=200, compiled_reference=True):
             with torch.cuda.stream(s):
                 ours(static_x)   # warm-up: launchers built outside the capture
             torch.cuda.current_stream().wait_stream(s)
-            with torch.cuda.graph(g):
-                static_y = ours(static_x)
+            with torch.cuda.graph(g), ql.torch.capture_guard():
+                static_y = ours(static_x)   # a stray legacy-stream launch would raise
             g.replay()
             torch.cuda.synchronize()
             torch.testing.assert_close(static_y, want, rtol=1e-4, atol=1e-4)
