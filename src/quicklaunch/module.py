@@ -287,7 +287,8 @@ class Module:
             else:
                 import pickle
                 raise pickle.UnpicklingError(f"unknown quicklaunch module state {state[0]!r}")
-            Module._unpickled[state] = weakref.ref(mod)
+            Module._unpickled[state] = weakref.ref(   # forgotten when the module goes
+                mod, lambda _ref, key=state: Module._unpickled.pop(key, None))
         return mod
 
     def __repr__(self) -> str:

@@ -134,3 +134,25 @@ def test_not_compiled_module_is_refused(cpu):
     m = ql.Module(cpu, "", ())
     with pytest.raises(pickle.PicklingError, match="ql.compile"):
         pickle.dumps(m)
+
+
+def test_unpickled_modules_are_forgotten_when_gone(mod):
+    import gc
+    state_count = len(ql.Module._unpickled)
+    src = SRC + "// forgotten\n"
+    m = ql.compile(src, mod.device)
+    back = pickle.loads(pickle.dumps(m))
+    assert len(ql.Module._unpickled) == state_count + 1
+    del back, m
+    gc.collect()
+    assert len(ql.Module._unpickled) == state_count
+
+
+def test_debug_kernels_pickle(cpu):
+    m = ql.compile('extern "C" __global__ void put(int* x) { x[threadIdx.x] = 5; }', cpu,
+                   debug=True)
+    k = pickle.loads(pickle.dumps(m.put))
+    assert k.module.debug
+    x = np.zeros(4, np.int32)
+    k[1, 4](x)
+    assert x.tolist() == [5] * 4
