@@ -33,6 +33,8 @@
  *   FAKE_CUDA_OCCUPANCY=n      cuOccupancyMaxActiveBlocksPerMultiprocessor's answer
  *                              (default: 2048 threads an SM over the block size, at most 32)
  *   FAKE_CUDA_NO_COOPERATIVE=1 CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH (95) reads 0
+ *   FAKE_CUDA_STATIC_SMEM=n    CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES (1) of every function
+ *                              (default 0)
  *
  * Cooperative launches: cuLaunchCooperativeKernel validates as cuLaunchKernel
  * does, refuses a grid larger than the occupancy times the 132 SMs with 720
@@ -561,6 +563,7 @@ static CUresult func_get(int *v, int attr, void *h) {
     if (!v || attr < 0 || attr > 15) return E_VALUE;
     if (!f) return E_HANDLE;
     *v = attr == 0 ? 1024 : attr == 4 ? 32 : attr == 5 || attr == 6 ? cc_major * 10 + cc_minor
+       : attr == 1 ? (int)env_ll("FAKE_CUDA_STATIC_SMEM", 0)
        : attr == 8 ? f->max_dyn_smem : attr == 9 ? f->carveout : 0;  /* max threads, regs, PTX/binary version */
     return OK;
 }

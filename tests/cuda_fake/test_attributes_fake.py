@@ -66,3 +66,15 @@ def test_compile_log_on_cuda(ql_fake):
     assert "quicklaunch-test-warning" in mod.compile_log
     with pytest.warns(ql.CompileLogWarning):   # a cache hit keeps the log
         assert "quicklaunch-test-warning" in ql.compile(src, device="cuda").compile_log
+
+
+def test_static_shared_leaves_less_dynamic(ql_fake, monkeypatch):
+    monkeypatch.setenv("FAKE_CUDA_STATIC_SMEM", "16384")
+    k = ql.compile(SRC + " // static smem", device="cuda").put
+    assert k.attributes["shared_size_bytes"] == 16384
+    assert k.attributes["max_dynamic_shared_size_bytes"] == OPTIN - 16384   # granted at load
+    x = ql.zeros(32, np.int32, device="cuda")
+    k[1, 32, OPTIN - 16384](x)
+    with pytest.raises(ql.LaunchError, match=f"more than {OPTIN - 16384} bytes of dynamic "
+                                             f"shared memory, that is why: the kernel's 16384"):
+        k[1, 32, OPTIN](x)

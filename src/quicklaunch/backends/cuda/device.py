@@ -28,6 +28,7 @@ CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95
 # CUfunction_attribute
 FUNC_SHARED_SIZE_BYTES = 1
 FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CUDA_ERROR_INVALID_VALUE = 1
 
 
 class CudaDevice(GpuBackend):
@@ -228,7 +229,25 @@ class CudaDevice(GpuBackend):
             self.make_current()
             return None
         err = self.driver.error(status, f"launch of kernel '{kernel.name}'")
-        return LaunchError(str(err))
+        return LaunchError(str(err) + self._shared_hint(kernel, status))
+
+    def _shared_hint(self, kernel, status: int) -> str:
+        """For an invalid-value launch of a kernel with static shared memory:
+        the dynamic shared memory it can have (the launcher checks the
+        device's per-block limit, which the static bytes come out of)."""
+        if status != CUDA_ERROR_INVALID_VALUE:
+            return ""
+        try:
+            attrs = kernel.attributes
+            static, allowed = attrs["shared_size_bytes"], attrs["max_dynamic_shared_size_bytes"]
+        except Exception:   # noqa: BLE001 - a hint must never hide the error
+            return ""
+        if not static:
+            return ""
+        return (f"; if the launch asked for more than {allowed} bytes of dynamic shared "
+                f"memory, that is why: the kernel's {static} bytes of static shared memory "
+                f"and the dynamic bytes must fit the {self.attrs['shared_optin']} bytes a "
+                f"block may have on {self.name} (k.attributes)")
 
 
 _open_lock = threading.Lock()
