@@ -34,3 +34,10 @@ def test_clean_source_has_an_empty_log(cpu):
         warnings.simplefilter("error", ql.CompileLogWarning)
         mod = ql.compile('extern "C" __global__ void k(int* x) { x[0] = 1; }', cpu)
     assert mod.compile_log == ""
+
+
+def test_users_w_option_silences_the_log(cpu):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ql.CompileLogWarning)
+        mod = ql.compile(SRC % uuid.uuid4().hex, cpu, options=["-w"])
+    assert mod.compile_log == ""

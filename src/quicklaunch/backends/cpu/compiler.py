@@ -441,8 +441,8 @@ def _compile(tu: str, options, debug, source, origin, filename, key, defines=(),
         src, out = Path(tmp, f"{key[:16]}.cpp"), Path(tmp, f"{key[:16]}.so")
         src.write_text(tu)
         command = toolchain.build_command(compiler, src, out, (*defines, *options), debug)
-        if logs is not None:   # warnings on: the user's are kept (module.compile_log)
-            command = [a for a in command if a != "-w"]
+        if logs is not None and "-w" not in options:   # warnings on, unless the user's -w
+            command = [a for a in command if a != "-w"]   # (kept: module.compile_log)
         status, log = toolchain.run_compiler(command, Path(tmp))
         if status != 0 or not out.exists():
             raise toolchain.compile_error("kernel source failed to compile for the CPU "
