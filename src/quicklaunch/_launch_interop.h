@@ -49,19 +49,6 @@ static int compact(int32_t ndim, const int64_t *shape, const int64_t *strides) {
     return 1;
 }
 
-static const char *dl_device_name(int32_t t) {
-    switch (t) {
-    case QL_DL_CPU: return "cpu";
-    case QL_DL_CUDA: return "cuda";
-    case 3: return "cuda_host";
-    case 8: return "metal";
-    case QL_DL_ROCM: return "rocm";
-    case QL_DL_CUDA_MANAGED: return "cuda_managed";
-    case 14: return "oneapi";
-    default: return "device";
-    }
-}
-
 /* Exported tensors: the deleter may run on any thread, without the GIL. */
 static void dl_deleter(QLDLManagedTensor *t) {
     PyGILState_STATE g = PyGILState_Ensure();
@@ -181,8 +168,8 @@ static int via_data_ptr(KernelCore *k, uint32_t i, PyObject *o, void **out) {
                         "the kernel runs on %U; move it there first (e.g. .cuda())",
                         Py_TYPE(o)->tp_name, name, k->device_name)
             : arg_error(k, i, LaunchValueError, "the %.100s lives on %U, the kernel on %U; "
-                        "move it to the kernel's device (e.g. .to('%s'))", Py_TYPE(o)->tp_name,
-                        name, k->device_name, k->host_memory ? "cpu" : "cuda");
+                        "move it to the kernel's device", Py_TYPE(o)->tp_name, name,
+                        k->device_name);
         Py_DECREF(name);
         return rc;
     }
@@ -268,10 +255,10 @@ static int via_dlpack(KernelCore *k, uint32_t i, PyObject *o, void **out) {
         int type = x->device.device_type == QL_DL_CUDA_MANAGED ? QL_DL_CUDA
                                                                : x->device.device_type;
         if (type != k->dlpack_type || x->device.device_id != k->dlpack_ordinal)
-            rc = arg_error(k, i, LaunchValueError, "the %.100s lives on %s:%d (DLPack device "
-                           "type %d), the kernel on %U; move it to the kernel's device",
-                           Py_TYPE(o)->tp_name, dl_device_name(x->device.device_type),
-                           x->device.device_id, x->device.device_type, k->device_name);
+            rc = arg_error(k, i, LaunchValueError, "the %.100s lives on DLPack device (%d, %d), "
+                           "not on the kernel's device %U; move it there first",
+                           Py_TYPE(o)->tp_name, x->device.device_type, x->device.device_id,
+                           k->device_name);
         else if (!compact(x->ndim, x->shape, x->strides))
             rc = arg_error(k, i, LaunchValueError, "the %.100s is strided; pass a "
                            "C-contiguous copy", Py_TYPE(o)->tp_name);

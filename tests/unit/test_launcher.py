@@ -298,11 +298,15 @@ def test_pointer_errors():
         pack(PTR, _launch.Buffer(0x5000, 64, 1, False, None))
     assert str(e.value) == where() + ("the buffer lives on another device than the kernel "
                                       "(cpu); copy it there with ql.asarray(x, device=...)")
-    for v in ("0x10", 1.5, True, object()):
+    for v in ("0x10", 1.5, True):
         with pytest.raises(ql.LaunchTypeError) as e:
             pack(PTR, v)
         assert str(e.value) == where() + ("expects an array, a ql buffer or an int address "
                                           f"(C type pointer), got {type(v).__name__}")
+    with pytest.raises(ql.LaunchTypeError) as e:   # no protocol at all: every accepted kind
+        pack(PTR, object())
+    assert str(e.value) == where() + ("expects an array, a ql buffer, a torch tensor, a DLPack "
+                                      "array or an int address (C type pointer), got object")
     for v in (-1, -2**63, 2**64):
         with pytest.raises(ql.LaunchOverflowError, match="not a valid address"):
             pack(CPTR, v)
