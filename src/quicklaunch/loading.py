@@ -68,9 +68,6 @@ copyreg.pickle(_builtin, _reduce_builtin)
 # signature given by the user types them, checked against those sizes.
 
 _KINDS = ("cubin", "ptx", "fatbin", "hsaco")
-_PTX_KIND = {"f32": "F32", "f64": "F64", "f16": "F16", "bf16": "BF16", "u8": "U8", "s8": "I8",
-             "u16": "I16", "s16": "I16", "b16": "U16", "u32": "I32", "s32": "I32", "b32": "I32",
-             "u64": "I64", "s64": "I64", "b64": "I64"}
 _SCALARS = {  # canonical C type -> (kind tag, size)
     "bool": ("BOOL", 1), "signed char": ("I8", 1), "unsigned char": ("U8", 1),
     "short": ("I16", 2), "short int": ("I16", 2), "unsigned short": ("U16", 2),
@@ -84,13 +81,6 @@ _SCALARS = {  # canonical C type -> (kind tag, size)
     "float": ("F32", 4), "double": ("F64", 8), "__half": ("F16", 2), "half": ("F16", 2),
     "__nv_bfloat16": ("BF16", 2), "__hip_bfloat16": ("BF16", 2), "hip_bfloat16": ("BF16", 2),
 }
-
-
-class _Row:
-    """One parameter as the binary gives it: size, alignment, a kind guess."""
-
-    def __init__(self, size: int, align: int, kind: str, text: str):
-        self.size, self.align, self.kind, self.text = size, align, kind, text
 
 
 def _load_error(what: str, why: str):
@@ -115,6 +105,8 @@ def _read(source) -> tuple[bytes, str]:
 
 
 def _sniff(data: bytes) -> str | None:
+    """What the bytes look like: "cubin", "ptx", "fatbin", "hsaco", "elf:<machine>"
+    for another ELF, or None."""
     if data[:4] == b"\x7fELF":
         machine = int.from_bytes(data[18:20], "little") if len(data) >= 20 else -1
         return {190: "cubin", 224: "hsaco"}.get(machine, f"elf:{machine}")
@@ -126,66 +118,6 @@ def _sniff(data: bytes) -> str | None:
     if ".version" in head and (".target" in head or ".entry" in head):
         return "ptx"
     return None
-
-
-def _pow2_align(offset: int, size: int) -> int:
-    align = 1
-    while align < 16 and align < size and offset % (align * 2) == 0:
-        align *= 2
-    return align
-
-
-def _rows_from_offsets(params) -> list[_Row]:
-    """Rows for (offset, size[, pointer]) parameters: the alignment is the largest
-    power of two the offset allows, so C's layout rules land on the same offsets."""
-    return [_Row(p[1], _pow2_align(p[0], p[1]), "PTR" if len(p) > 2 and p[2] else "STRUCT",
-                 f"{p[1]} bytes at offset {p[0]}") for p in params]
-
-
-def _ptx_rows(ptx: str) -> dict[str, list[_Row]]:
-    from .backends.cuda.ptx import entries
-    out = {}
-    for symbol, params in entries(ptx).items():
-        rows = []
-        for p in params:
-            types = [t for t in _PTX_KIND if f".{t} " in p.text + " " or f".{t}[" in p.text]
-            kind = "PTR" if ".ptr" in p.text else (
-                _PTX_KIND[types[0]] if types and "[" not in p.text else "STRUCT")
-            rows.append(_Row(p.size, p.align, kind, p.text))
-        out[symbol] = rows
-    return out
-
-
-def _cuda_rows(data: bytes, kind: str, shown: str) -> tuple[dict[str, list[_Row]], bytes]:
-    """symbol -> rows, and the image to hand the driver."""
-    from .backends.cuda import cubin
-    try:
-        if kind == "ptx":
-            text = data.split(b"\0", 1)[0].decode("utf-8")
-            return _ptx_rows(text), data
-        if kind == "cubin":
-            return ({s: _rows_from_offsets(ps) for s, ps in cubin.kernels(data).items()}, data)
-        entries = cubin.fatbin_entries(data)
-        for what, _arch, payload in sorted(entries, key=lambda e: e[0] != "ptx"):
-            if payload:
-                rows, _ = _cuda_rows(payload, what, shown)
-                return rows, data
-        raise cubin.CubinError("the fatbin holds no uncompressed PTX or cubin to read the "
-                               "kernels' parameters from")
-    except (cubin.CubinError, UnicodeDecodeError, ValueError) as exc:
-        raise _load_error(shown, f"not a {kind} quicklaunch can read: {exc}") from None
-
-
-def _hip_rows(data: bytes, arch: str, shown: str) -> tuple[dict[str, list[_Row]], bytes]:
-    from .backends.hip import elf, metadata
-    try:
-        code = elf.unbundle(data, arch)
-        listed = metadata.kernels(code)
-    except (elf.ElfError, metadata.MetadataError, ValueError) as exc:
-        raise _load_error(shown, f"not a HIP code object quicklaunch can read: {exc}") from None
-    return ({s: _rows_from_offsets([(a.offset, a.size, a.value_kind in
-                                     ("global_buffer", "dynamic_shared_pointer"))
-                                    for a in k.args]) for s, k in listed.items()}, code)
 
 
 def _parse_signature(signature: str):
@@ -204,7 +136,7 @@ def _parse_signature(signature: str):
     return decls[0]
 
 
-def _typed(ctype: str, row: _Row, what: str) -> tuple[str, int, int]:
+def _typed(ctype: str, row, what: str) -> tuple[str, int, int]:
     """(kind tag, size, align) of a parameter of C type ``ctype``, checked
     against the binary's row."""
     from . import kinds
@@ -265,15 +197,18 @@ def load(source, device=None, signature=None, kind=None):
         what = (f"an ELF file for machine {found[4:]}" if found else "not a binary")
         raise _load_error(shown, f"{what}: not a cubin, PTX, fatbin or HIP code object")
     kind = kind or found
-    if dev.kind == "cuda" and kind in ("cubin", "ptx", "fatbin"):
-        rows, image = _cuda_rows(data, kind, shown)
-    elif dev.kind == "hip" and kind == "hsaco":
-        rows, image = _hip_rows(data, dev.arch or "", shown)
-    else:
-        runs = {"cuda": "a cubin, PTX or fatbin", "hip": "a HIP code object"}.get(
-            dev.kind, "no prebuilt binaries (compile the source with ql.compile)")
+    # What each device loads, and how its binaries' parameters are read, is
+    # its backend's: binary_kinds and read_binary (backends/*/binary.py).
+    backend = dev.backend
+    if kind not in getattr(backend, "binary_kinds", ()):
+        runs = getattr(backend, "binary_description",
+                       "no prebuilt binaries (compile the source with ql.compile)")
         raise _load_error(shown, f"a {kind} cannot be loaded on {dev.name}, which loads "
                                  f"{runs}")
+    try:
+        rows, image = backend.read_binary(data, kind)
+    except ValueError as exc:
+        raise _load_error(shown, f"not a {kind} quicklaunch can read: {exc}") from None
     sigs = [signature] if isinstance(signature, str) else list(signature or ())
     typed = {}
     for sig in sigs:
@@ -287,7 +222,6 @@ def load(source, device=None, signature=None, kind=None):
             (p.name, p.ctype, *_typed(p.ctype, r, f"ql.load({shown}): signature {sig!r}, "
                                                   f"parameter {i + 1} '{p.name}'"))
             for i, (p, r) in enumerate(zip(decl.params, binary))])
-    backend = dev.backend
     library = backend.load_module(image, f"{kind} from {shown}")
     mod = Module(dev, "", ())
     mod._library = library

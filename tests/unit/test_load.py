@@ -5,7 +5,8 @@ import struct
 import pytest
 
 from quicklaunch import loading
-from quicklaunch.backends.cuda import cubin
+from quicklaunch.backends.cuda import binary, cubin
+from quicklaunch.backends.gpu.binary import Row, rows_from_offsets
 from tests.cuda_fake.minicubin import make_cubin
 
 PTX = (b".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -51,15 +52,15 @@ def test_fatbin_reader_and_rows():
     fb = fatbin([(2, 90, cub), (1, 90, PTX)])
     assert [(k, a, p) for k, a, p in cubin.fatbin_entries(fb)] == [("cubin", "sm_90", cub),
                                                                    ("ptx", "sm_90", PTX)]
-    rows, image = loading._cuda_rows(fb, "fatbin", "x.fatbin")
+    rows, image = binary.read(fb, "fatbin")
     assert image == fb and list(rows) == ["k"]   # the PTX is preferred: it has types
     assert [(r.size, r.align, r.kind) for r in rows["k"]] == [(8, 8, "F64"), (16, 8, "STRUCT")]
-    with pytest.raises(Exception, match=r"ql.load\(x.fatbin\).*truncated"):
-        loading._cuda_rows(fb[:40], "fatbin", "x.fatbin")
+    with pytest.raises(cubin.CubinError, match="truncated"):
+        binary.read(fb[:40], "fatbin")
 
 
 def test_rows_from_offsets_keep_the_layout():
-    rows = loading._rows_from_offsets([(0, 4), (8, 8, True), (16, 1), (20, 4), (32, 16)])
+    rows = rows_from_offsets([(0, 4), (8, 8, True), (16, 1), (20, 4), (32, 16)])
     assert [(r.size, r.align, r.kind) for r in rows] == [
         (4, 4, "STRUCT"), (8, 8, "PTR"), (1, 1, "STRUCT"), (4, 4, "STRUCT"), (16, 16, "STRUCT")]
 
@@ -69,7 +70,7 @@ def test_signatures():
                                  'float* __restrict__ y, int n)')
     assert d.name == "saxpy" and [p.ctype for p in d.params][:2] == ["float", "const float *"]
     assert loading._parse_signature("f(int, double)").params[1].name == "arg1"
-    row4, row8 = loading._Row(4, 4, "STRUCT", "4 bytes"), loading._Row(8, 8, "PTR", "8 bytes")
+    row4, row8 = Row(4, 4, "STRUCT", "4 bytes"), Row(8, 8, "PTR", "8 bytes")
     assert loading._typed("float", row4, "p") == ("F32", 4, 4)
     assert loading._typed("const float *", row8, "p") == ("PTR_CONST", 8, 8)
     assert loading._typed("float *const", row8, "p") == ("PTR", 8, 8)

@@ -150,6 +150,14 @@ class CudaDevice(GpuBackend):
                 "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)")
         return fn.value
 
+    # ql.load (quicklaunch.loading): what this device loads, and its reader
+    from .binary import DESCRIPTION as binary_description, KINDS as binary_kinds
+
+    def read_binary(self, data: bytes, kind: str):
+        """(symbol -> parameter rows, image to load) of a prebuilt binary."""
+        from . import binary
+        return binary.read(data, kind)
+
     def function_attribute(self, fn: int, attr: int) -> int:
         """cuFuncGetAttribute (quicklaunch.attributes: k.attributes)."""
         out = c_int()

@@ -156,6 +156,14 @@ class HipDevice(GpuBackend):
                   f"hipModuleGetFunction({lowered_name})")
         return fn.value
 
+    # ql.load (quicklaunch.loading): what this device loads, and its reader
+    from .binary import DESCRIPTION as binary_description, KINDS as binary_kinds
+
+    def read_binary(self, data: bytes, kind: str):
+        """(symbol -> parameter rows, code object to load) of a prebuilt binary."""
+        from . import binary
+        return binary.read(data, self.arch or "")
+
     def function_attribute(self, fn: int, attr: int) -> int:
         """hipFuncGetAttribute (quicklaunch.attributes: k.attributes)."""
         out = c_int()
