@@ -217,3 +217,25 @@ def test_a_module_dlclose_cannot_unmap_never_lends_its_name(cpu, monkeypatch):
         assert y[0] == 1000 + i
         del plain
         collect()
+
+
+def test_reloading_a_module_that_stayed_mapped_takes_one_descriptor(cpu, monkeypatch):
+    """The same cache entry loaded again while dlclose left its first load
+    mapped: one more descriptor, not a loop of dup()s until EMFILE (the name
+    check is by name; the same file under another name is no collision)."""
+    monkeypatch.setenv("QUICKLAUNCH_CPU_FISSION", "0")
+    source = FIBER_TEMPLATE.format(i=77)
+    x = np.arange(64, dtype=np.int32)
+    out = np.zeros(1, np.int32)
+    mod = ql.compile(source, device=cpu)
+    mod["fiber_sum_77"][1, 64](x, out)
+    del mod
+    collect()
+    before = fds()
+    for _ in range(3):
+        again = ql.compile(source, device=cpu)
+        again["fiber_sum_77"][1, 64](x, out)
+        assert out[0] == x.sum() + 77
+        del again
+        collect()
+    assert fds() - before <= 3

@@ -160,19 +160,29 @@ _unloads = 0                           # libraries dlclosed so far (for tests)
 # kept open, so their /proc/<pid>/fd/<n> names are never given to another
 # module (dlopen would hand back the old one by its name).
 _pinned: list[int] = []
-_libdl = ctypes.CDLL(None)
-_libdl.dlopen.restype = ctypes.c_void_p
-_libdl.dlopen.argtypes = [ctypes.c_char_p, ctypes.c_int]
-_libdl.dlclose.argtypes = [ctypes.c_void_p]
-_RTLD_NOLOAD = getattr(os, "RTLD_NOLOAD", 4)
+class _PhdrInfo(ctypes.Structure):
+    _fields_ = [("addr", ctypes.c_void_p), ("name", ctypes.c_char_p)]
+
+
+_PHDR_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(_PhdrInfo), ctypes.c_size_t,
+                                  ctypes.c_void_p)
+_libc = ctypes.CDLL(None)
+_libc.dl_iterate_phdr.argtypes = [_PHDR_CALLBACK, ctypes.c_void_p]
 
 
 def _loaded_as(name: str) -> bool:
-    """Whether a library of that name is mapped (dlopen RTLD_NOLOAD)."""
-    h = _libdl.dlopen(name.encode(), _RTLD_NOLOAD | getattr(os, "RTLD_LAZY", 1))
-    if h:
-        _libdl.dlclose(h)
-    return bool(h)
+    """Whether a mapped library has exactly this name (the loader's own list,
+    dl_iterate_phdr: by name only; dlopen(RTLD_NOLOAD) would also answer yes
+    for the same file loaded under another name)."""
+    want, found = name.encode(), []
+
+    def each(info, size, data):
+        if info.contents.name == want:
+            found.append(True)
+            return 1
+        return 0
+    _libc.dl_iterate_phdr(_PHDR_CALLBACK(each), None)
+    return bool(found)
 
 
 def _fresh_name(fd: int) -> int:
