@@ -8,7 +8,8 @@ import quicklaunch as ql
 from quicklaunch.backends.cpu import compiler as cpu_compiler
 from quicklaunch.backends.cpu import toolchain
 
-SOURCE = r"""
+# %-formatted per test (so not one of the GPU corpus's *SOURCE strings)
+SOURCE_TEMPLATE = r"""
 extern "C" __global__ void target_probe_%d(float *y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] = %d.0f;
@@ -50,7 +51,7 @@ def test_two_hosts_get_two_keys_and_the_second_recompiles(cpu, monkeypatch):
                         lambda *parts: keys.append(real_key(*parts)) or keys[-1])
     monkeypatch.setattr(toolchain, "run_compiler",
                         lambda *a, **k: builds.append(a) or real_run(*a, **k))
-    source = SOURCE % (7, 7)   # compiled by this test alone
+    source = SOURCE_TEMPLATE % (7, 7)   # compiled by this test alone
     y = np.zeros(8, np.float32)
     for host in (HOST_A, HOST_B, HOST_A):
         monkeypatch.setattr(toolchain, "resolved_target", lambda c, host=host: host)
