@@ -309,7 +309,7 @@ def stub_source(kernels, source: str | None = None) -> tuple[str, dict[str, str]
         "unsigned, unsigned, unsigned, void *, void **, void **);\n"
         "struct ql_config { void *func; unsigned g[3], b[3], shared; void *stream; "
         "void **extra; };\n"
-        "static __thread ql_config ql_stub_config __attribute__((tls_model(\"initial-exec\")));\n"
+        "static __thread ql_config ql_stub_config;   /* default TLS model: no static TLS per module */\n"
         "static ql_launch_fn ql_stub_launch;\n"
         "extern \"C\" __attribute__((visibility(\"default\"))) void "
         "ql_stub_init(void *launch) { ql_stub_launch = (ql_launch_fn)launch; }\n")
