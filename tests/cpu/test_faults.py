@@ -107,10 +107,17 @@ def test_wild_read(mod, rng, n, bad):
     with pytest.raises(ql.LaunchError) as info:
         mod.wild_read[(n + block - 1) // block, block](out, x, n, bad)
     message = str(info.value)
-    assert "kernel 'wild_read'" in message and "read from address 0x" in message
+    assert "kernel 'wild_read'" in message
     assert f"block ({bad // block}, 0, 0), thread (?, 0, 0)" in message
-    address = int(message.split("read from address ")[1].split()[0], 16)
-    assert address == x.ctypes.data + 4 * (bad + (1 << 40))
+    target = x.ctypes.data + 4 * (bad + (1 << 40))
+    if target >> 47:
+        # an array high in the address space: 4 TiB past it is not a
+        # canonical x86-64 address, whose exact value the CPU does not report
+        assert "non-canonical address" in message, message
+    else:
+        assert "read from address 0x" in message, message
+        address = int(message.split("read from address ")[1].split()[0], 16)
+        assert address == target
     out = poisoned(n, np.float32)
     mod.wild_read[(n + block - 1) // block, block](out, x, n, -1)
     np.testing.assert_array_equal(out, x)
