@@ -121,20 +121,47 @@ def _memcheck_line(tc, c) -> str:
         return f"unavailable: {exc}"
 
 
+def _flag_lines(tc, c, indent: str = "") -> list[tuple[str, str]]:
+    """The flags the toolchain chooses for compiler ``c`` (probed once per
+    process: common, release, debug, memcheck)."""
+    cxx = " ".join(c.argv[1:])
+    return [(indent + "flags", " ".join((*c.argv[1:], *tc.common_flags(c)))
+             + (f" (from $CXX: {cxx})" if cxx else "")),
+            (indent + "release", " ".join(tc.release_flags(c))),
+            (indent + "debug", " ".join(tc.debug_flags(c))),
+            (indent + "memcheck", _memcheck_line(tc, c))]
+
+
+def _other_compilers(tc, used) -> list[tuple[str, str]]:
+    """g++ and clang++ where installed and not the one in use: what each
+    would be handed with CXX set to it."""
+    import shutil
+    from ...errors import CompileError
+    out = []
+    for name in ("g++", "clang++"):
+        if shutil.which(name) is None:
+            continue
+        try:
+            c = tc._probe(name)
+        except CompileError:
+            continue
+        if c.path == used.path and c.argv[1:] == used.argv[1:]:
+            continue
+        out.append((f"CXX={name}", f"{c.path}: {c.version} (not in use)"))
+        out += _flag_lines(tc, c, "  ")
+    return out
+
+
 def toolchain() -> list[tuple[str, str]]:
-    """`quicklaunch info`'s compiler lines for this device."""
+    """`quicklaunch info`'s compiler lines for this device: the compiler in
+    use with the flags probed for it and the target, then each other
+    installed compiler with its flags."""
     from ...errors import CompileError
     from . import toolchain as tc
     try:
         c = tc.find_compiler()
     except CompileError as exc:
         return [("C++", f"none: {exc}")]
-    cxx = " ".join(c.argv[1:])
-    # the flags as the toolchain chooses them for this compiler
-    return [("C++", f"{c.path}: {c.version}"),
-            ("flags", " ".join((*c.argv[1:], *tc.common_flags(c)))
-             + (f" (from $CXX: {cxx})" if cxx else "")),
-            ("release", " ".join(tc.release_flags(c))),
-            ("debug", " ".join(tc.DEBUG_FLAGS)),
-            ("memcheck", _memcheck_line(tc, c)),
-            ("target", tc.resolved_target(c) + " (in every CPU cache key)")]
+    return [("C++", f"{c.path}: {c.version}"), *_flag_lines(tc, c),
+            ("target", tc.resolved_target(c) + " (in every CPU cache key)"),
+            *_other_compilers(tc, c)]
