@@ -85,26 +85,31 @@ def test_what_references_the_module_keeps_it_loaded(cpu, holder):
     assert mapped(ino) == 0
 
 
-@pytest.mark.xfail(strict=False, reason="known open bug: in a full-suite run (fresh clone) the "
-                   "module was unmapped while its stream was busy; passes alone and in this "
-                   "file; under investigation (closing note of 2026-12-02)")
 def test_queued_stream_work_keeps_the_code_mapped(cpu):
-    s = ('extern "C" __global__ void spin(int *x, long n) {\n'
-         '  volatile long i = 0; while (i < n) i = i + 1; x[threadIdx.x] = 5; }  // '
-         + uuid.uuid4().hex)
+    """A launch still queued on a stream keeps its module mapped after the
+    last reference goes; the kernel waits on a gate the test opens only
+    after looking, so the work is certainly unfinished when it looks (a
+    spin of fixed length could finish during a slow gc.collect() on a
+    loaded machine, and a reap inside it then rightly unmapped the module)."""
+    s = ('extern "C" __global__ void gated(volatile int *gate, int *x) {\n'
+         '  while (gate[0] == 0) {}\n'
+         '  x[threadIdx.x] = 5; }  // ' + uuid.uuid4().hex)
     mod = ql.compile(s, device=cpu)
     ino = os.fstat(mod._library.fd).st_ino
     stream = ql.Stream(cpu)
-    x = np.zeros(4, np.int32)
-    for _ in range(4):
-        mod.spin[1, 1, 0, stream](x, 20_000_000)
-    busy = not stream.query()
-    del mod
-    gc.collect()
-    if busy:
+    gate = np.zeros(1, np.int32)
+    x = np.full(4, -1, np.int32)
+    try:
+        mod.gated[1, 1, 0, stream](gate, x)
+        del mod
+        gc.collect()
+        loader.reap()
+        assert not stream.query()
         assert mapped(ino) > 0     # not dlclosed under the stream's feet
+    finally:
+        gate[0] = 1
     stream.synchronize()
-    assert x[0] == 5
+    assert x[0] == 5 and x[1] == -1
     loader.reap()
     assert mapped(ino) == 0
     stream.close()
