@@ -16,6 +16,7 @@ from .trace import trace
 from .streams import Event, Stream
 from .graphs import Graph, graph
 from .loading import load   # also makes Module, Kernel and k[grid, block] picklable
+from .bundles import BundleError, build   # ql.build: bundles (ql.load loads them)
 
 _launch._register_errors(LaunchError, LaunchTypeError, LaunchValueError, LaunchOverflowError)
 from .trace import _from_environment  # noqa: E402
@@ -51,5 +52,5 @@ __all__ = [
     "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
     "DeviceError", "CudaError", "KernelNotFoundError", "LaunchWarning", "trace",
     "Stream", "Event", "graph", "Graph", "__version__",
-    "cuda", "hip", "load", "CompileLogWarning",
+    "cuda", "hip", "load", "CompileLogWarning", "build", "BundleError",
 ]

@@ -181,10 +181,18 @@ def load(source, device=None, signature=None, kind=None):
     parameters for conversion, checked against the binary's sizes; that
     kernel is then also found by the signature's name. ``kind`` ("cubin",
     "ptx", "fatbin", "hsaco") overrides what the bytes look like.
-    Loaded kernels launch through the same fast path as compiled ones."""
+    Loaded kernels launch through the same fast path as compiled ones.
+    A bundle (``ql.build``: a .qlb file, its folder or bytes) loads its best
+    entry for the device (quicklaunch.bundles, docs/bundles.md)."""
     from . import kinds
     from .devices import device as get_device
     from .module import Kernel, Module, Param, _add_kernel
+    from .bundles import is_bundle, load_bundle
+    if is_bundle(source):
+        if signature is not None or kind is not None:
+            raise ValueError("ql.load of a bundle takes no signature or kind: its manifest "
+                             "has the kernels' parameters")
+        return load_bundle(source, device)
     data, shown = _read(source)
     dev = get_device(device)
     if not data:
