@@ -1,4 +1,4 @@
-"""The ``quicklaunch`` command: ``info`` and ``bench``."""
+"""The ``quicklaunch`` command: ``info``, ``bench`` and ``build``."""
 from __future__ import annotations
 
 import argparse
@@ -115,6 +115,8 @@ def main(argv=None) -> int:
     b.add_argument("--quick", action="store_true",
                    help="fewer iterations (under a minute; the full run is under five)")
     b.set_defaults(fn=_bench)
+    from .bundles.cli import add_parser as add_build
+    add_build(sub)   # quicklaunch build: bundles (quicklaunch/bundles/cli.py)
     args = parser.parse_args(argv)
     from .errors import QuicklaunchError
     try:
