@@ -9,6 +9,8 @@ import textwrap
 
 import pytest
 
+from ..emulation import skip_gdb
+
 SCRIPT = textwrap.dedent('''\
     import numpy as np, quicklaunch as ql
     SRC = r"""
@@ -25,7 +27,7 @@ SCRIPT = textwrap.dedent('''\
 ''')
 
 
-@pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+@skip_gdb(shutil.which("gdb"))
 def test_break_on_a_kernel_with_plain_gdb(tmp_path):
     script = tmp_path / "debug_me.py"
     script.write_text(SCRIPT)

@@ -15,6 +15,7 @@ import pytest
 
 import quicklaunch as ql
 from quicklaunch import host_stub
+from ..emulation import skip_gdb
 
 # Each kernel copies its arguments' bytes into `out`, so what the kernel
 # received can be compared between the fast path and the stub.
@@ -143,7 +144,7 @@ SCRIPT = textwrap.dedent('''\
 ''')
 
 
-@pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+@skip_gdb(shutil.which("gdb"))
 def test_break_saxpy_stops_at_the_launch_and_at_the_kernel_entry(tmp_path):
     script = tmp_path / "debug_me.py"
     script.write_text(SCRIPT)
@@ -189,7 +190,7 @@ SET_VAR = textwrap.dedent('''\
 ''')
 
 
-@pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+@skip_gdb(shutil.which("gdb"))
 def test_arguments_changed_in_the_stub_are_what_launches(tmp_path):
     """The stub rebuilds the parameter array from its own arguments, as
     nvcc's does: `set var` at the breakpoint changes the launch."""

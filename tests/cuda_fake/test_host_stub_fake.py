@@ -16,6 +16,7 @@ import pytest
 import quicklaunch as ql
 
 from .api import last_launch
+from ..emulation import skip_gdb
 
 KINDS = r"""
 #include <cuda_fp16.h>
@@ -162,7 +163,7 @@ def check_gdb_text(text):
     assert "exited normally" in text, text[-3000:]
 
 
-@pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+@skip_gdb(shutil.which("gdb"))
 def test_plain_gdb_breaks_on_the_stub_of_a_gpu_kernel(ql_fake, tmp_path):
     text = run_gdb(SCRIPT.replace("@DEVICE@", "cuda"), tmp_path,
                    {"QUICKLAUNCH_LIBCUDA": os.environ["QUICKLAUNCH_LIBCUDA"]})

@@ -12,6 +12,7 @@ import pytest
 import quicklaunch as ql
 
 from ..cuda_fake.test_host_stub_fake import SCRIPT, check_gdb_text, run_gdb
+from ..emulation import skip_gdb
 from .test_fake_runtime import expect, fake, fake_lib, last  # noqa: F401 - fixtures
 
 KINDS = r"""
@@ -75,7 +76,7 @@ def test_a_stub_launch_inside_a_graph_is_recorded(fake):
     assert _record(last(fake)) == before
 
 
-@pytest.mark.skipif(shutil.which("gdb") is None, reason="gdb is not installed")
+@skip_gdb(shutil.which("gdb"))
 def test_plain_gdb_breaks_on_the_stub_of_a_gpu_kernel(fake, tmp_path):
     text = run_gdb(SCRIPT.replace("@DEVICE@", "hip"), tmp_path,
                    {"QUICKLAUNCH_LIBHIP": os.environ["QUICKLAUNCH_LIBHIP"]})
