@@ -15,6 +15,7 @@ from .debug import LaunchWarning
 from .trace import trace
 from .streams import Event, Stream
 from .graphs import Graph, graph
+from .textures import Texture   # texture objects (docs/textures.md)
 from .loading import load   # also makes Module, Kernel and k[grid, block] picklable
 from .bundles import BundleError, build   # ql.build: bundles (ql.load loads them)
 
@@ -52,5 +53,5 @@ __all__ = [
     "LaunchTypeError", "LaunchValueError", "LaunchOverflowError", "CacheError",
     "DeviceError", "CudaError", "KernelNotFoundError", "LaunchWarning", "trace",
     "Stream", "Event", "graph", "Graph", "__version__",
-    "cuda", "hip", "load", "CompileLogWarning", "build", "BundleError",
+    "cuda", "hip", "load", "CompileLogWarning", "build", "BundleError", "Texture",
 ]

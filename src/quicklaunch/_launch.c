@@ -18,6 +18,7 @@
 #include "_launch_core.h"
 #include "_launch_buffer.h"
 #include "_launch_pointers.h" /* and, through it, _launch_interop.h */
+#include "_launch_texture.h"  /* ql.Texture arguments */
 
 /* -------------------------------------------------------------- pointers */
 
@@ -57,6 +58,7 @@ static inline int pack_pointer(KernelCore *k, uint32_t i, PyObject *o, void **ou
         *out = (void *)b->ptr;
         return 0;
     }
+    if (is_texture(o)) return pack_texture(k, i, o, out);
     return pointer_slow(k, i, o, out, c);
 }
 
@@ -70,6 +72,7 @@ static int pack_integer(KernelCore *k, uint32_t i, PyObject *o, char *slot) {
     int overflow;
     if (!PyLong_CheckExact(o) && (PyFloat_Check(o) || PyArray_Check(o) ||
                                   !PyIndex_Check(o))) {
+        if (is_texture(o)) return pack_texture(k, i, o, slot);
         if (PyFloat_Check(o) || PyArray_IsScalar(o, Floating))
             return arg_error(k, i, LaunchTypeError,
                              "expects an integer (C type %s), got a float; convert it "
@@ -562,13 +565,14 @@ PyMODINIT_FUNC PyInit__launch(void) {
     LaunchValueError = Py_NewRef(PyExc_ValueError);
     LaunchOverflowError = Py_NewRef(PyExc_OverflowError);
     if (PyType_Ready(&KernelCoreType) < 0 || PyType_Ready(&LauncherType) < 0 ||
-        PyType_Ready(&BufferBaseType) < 0)
+        PyType_Ready(&BufferBaseType) < 0 || PyType_Ready(&TextureBaseType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&launch_module);
     if (!m) return NULL;
     if (PyModule_AddObjectRef(m, "KernelCore", (PyObject *)&KernelCoreType) < 0 ||
         PyModule_AddObjectRef(m, "Launcher", (PyObject *)&LauncherType) < 0 ||
         PyModule_AddObjectRef(m, "Buffer", (PyObject *)&BufferBaseType) < 0 ||
+        PyModule_AddObjectRef(m, "TextureBase", (PyObject *)&TextureBaseType) < 0 ||
         PyModule_AddIntConstant(m, "MAX_PARAMS", QL_MAX_PARAMS) < 0 ||
         PyModule_AddIntConstant(m, "MAX_PARAM_BYTES", QL_MAX_PARAM_BYTES) < 0) {
         Py_DECREF(m);

@@ -238,9 +238,13 @@ static int init_elems(KernelCore *k, PyObject *name, Py_ssize_t n, PyObject *ele
         int size, lanes;
         PyObject *expect, *npname;
         if (!PyArg_ParseTuple(e, "siiUU", &kind, &size, &lanes, &expect, &npname)) goto out;
-        if (!strchr("fiubB", kind[0]) || !kind[0] || kind[1] || size < 1 || size > 16 ||
-            lanes < 1 || lanes > 16 || (k->codes[i] != QL_KIND_PTR &&
-                                        k->codes[i] != QL_KIND_PTR_CONST)) {
+        /* 'T': a texture object (a uint64, or a pointer on HIP): _launch_texture.h */
+        const int texture = kind[0] == 'T' && !kind[1] &&
+                            (k->codes[i] == QL_KIND_U64 || k->codes[i] == QL_KIND_PTR ||
+                             k->codes[i] == QL_KIND_PTR_CONST);
+        if (!texture && (!strchr("fiubB", kind[0]) || !kind[0] || kind[1] || size < 1 ||
+                         size > 16 || lanes < 1 || lanes > 16 ||
+                         (k->codes[i] != QL_KIND_PTR && k->codes[i] != QL_KIND_PTR_CONST))) {
             PyErr_Format(PyExc_ValueError, "kernel '%U', parameter %zd: bad element %R", name,
                          i + 1, e);
             goto out;

@@ -50,6 +50,11 @@ def pointee_alignment(ctype: str) -> int | None:
     return _POINTEE_ALIGN.get(base)
 
 
+def _is_texture(elem) -> bool:
+    """A texture-object parameter (elements.texture_element): no pointee, no bound."""
+    return elem is not None and elem[0] == "T"
+
+
 def make_validator(kernel, launcher):
     """Checks a debug launch's arguments beyond what the launcher checks:
     pointer alignment for the pointee type, and arrays smaller than the
@@ -62,8 +67,10 @@ def make_validator(kernel, launcher):
     aligns = [(i, p.name, pointee_alignment(p.ctype), elems[i],
                elems[i][1] * elems[i][2] if elems[i] is not None else 0,
                f" {_elem_name(elems[i])}" if elems[i] is not None else "")
-              for i, p in enumerate(kernel.params) if p.kind.endswith("pointer")]
-    ints = [i for i, p in enumerate(kernel.params) if p.kind.startswith(("int", "uint"))]
+              for i, p in enumerate(kernel.params)
+              if p.kind.endswith("pointer") and not _is_texture(elems[i])]
+    ints = [i for i, p in enumerate(kernel.params)
+            if p.kind.startswith(("int", "uint")) and not _is_texture(elems[i])]
     # Where some integer parameters are named as lengths (n, size, count,
     # n_rows, ...), those are the bounds a guard compares with; else any.
     ints = [i for i in ints if _LENGTH.match(kernel.params[i].name)] or ints

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["element", "elements", "reinterpret"]
+__all__ = ["element", "elements", "reinterpret", "texture_element"]
 
 _SCALARS = {
     "float": ("f", 4), "double": ("f", 8), "__half": ("f", 2), "half": ("f", 2),
@@ -90,6 +90,17 @@ def element(ctype: str):
     return (kind, size, lanes, expect, "np." + npname if "." not in npname else npname)
 
 
+_TEXTURE_TYPES = ("cudaTextureObject_t", "hipTextureObject_t")
+
+
+def texture_element(ctype: str):
+    """The launcher's element for a texture-object parameter (kind 'T': it
+    takes a ql.Texture of its device, or an int handle), else None."""
+    if " ".join(_QUALIFIERS.sub(" ", ctype).split()).lstrip(":") in _TEXTURE_TYPES:
+        return ("T", 8, 1, f"a ql.Texture (C type {ctype})", "ql.Texture")
+    return None
+
+
 def elements(params, types: dict[str, str] | None = None) -> tuple:
     """The launcher's ``elems`` for a kernel's parameters (None for scalars).
     ``types`` maps a template instantiation's type parameters to its
@@ -98,7 +109,8 @@ def elements(params, types: dict[str, str] | None = None) -> tuple:
         if types:
             ctype = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: types.get(m[0], m[0]), ctype)
         return element(ctype)
-    return tuple(typed(p.ctype) if p.kind.endswith("pointer") else None for p in params)
+    return tuple(texture_element(p.ctype) or
+                 (typed(p.ctype) if p.kind.endswith("pointer") else None) for p in params)
 
 
 def _split_top(text: str) -> list[str]:

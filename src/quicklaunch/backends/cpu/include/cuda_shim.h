@@ -101,6 +101,7 @@
 #define QL_MEMBER __attribute__((visibility("hidden")))
 
 #include "ql_vector_types.h"
+#include "ql_shift.h"   /* x << __ql_clamp(n): shifts as the GPU clamps them */
 
 /* ------------------------------------------------- thread coordinates */
 /* Assigned by the module's block loop around the kernel body
@@ -117,6 +118,7 @@ static constexpr int warpSize = 32;
 #include "ql_half.h"
 #include "ql_atomics.h"
 #include "ql_launch_state.h"
+#include "ql_texture.h"   /* texture objects: cudaTextureObject_t, tex2D<T>, ... */
 #ifdef QL_TIER2
 #include "ql_fibers.h"
 #include "ql_warp.h"
