@@ -87,7 +87,7 @@ class Archive:
                 return self.zip.read(name)
             with open(os.path.join(self.folder, *name.split("/")), "rb") as f:
                 return f.read()
-        except KeyError:
+        except (KeyError, FileNotFoundError):
             raise BundleError(f"bundle {self.shown}: {what}: the file {name!r} is missing "
                               f"from the bundle") from None
         except (zipfile.BadZipFile, EOFError, OSError, ValueError, RuntimeError) as exc:
