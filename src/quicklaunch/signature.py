@@ -73,7 +73,9 @@ TIER2_NAMES = frozenset("""
     __any_sync __all_sync __any __all __activemask __match_any_sync __match_all_sync
     __reduce_add_sync __reduce_min_sync __reduce_max_sync __reduce_and_sync
     __reduce_or_sync __reduce_xor_sync cooperative_groups this_thread_block
-    tiled_partition this_grid coalesced_threads""".split())
+    tiled_partition this_grid coalesced_threads cub""".split())
+# `cub`: CUB's collectives (the CPU device's stand-ins, backends/cpu/include/cub/)
+# barrier inside their member functions, which the user's text only names.
 
 # --------------------------------------------------------------------- lexer
 _PFX = r"(?:u8|[uUL])?"

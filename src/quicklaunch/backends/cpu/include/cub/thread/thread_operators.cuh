@@ -1,0 +1,2 @@
+/* <cub/thread/thread_operators.cuh> for the quicklaunch CPU device: the shared core. */
+#include "../ql_cub_core.cuh"

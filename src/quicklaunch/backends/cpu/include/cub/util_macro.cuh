@@ -1,0 +1,2 @@
+/* <cub/util_macro.cuh> for the quicklaunch CPU device: the shared core. */
+#include "ql_cub_core.cuh"
