@@ -138,7 +138,9 @@ QL_FN int ql_tex_address(const ql_texture *t, int axis, long long i) {
 /* The coordinate on one axis in texels (normalised ones scaled), bounded so
  * that its floor is an integer (NaN reads as the lower bound). */
 QL_FN float ql_tex_scaled(const ql_texture *t, int axis, float x) {
-    if (t->normalized_coords) x *= (float)t->extent[axis];
+    /* the float product, correctly rounded (exact in double, then rounded
+     * once), never fused with the - 0.5 that follows under -ffp-contract */
+    if (t->normalized_coords) x = (float)((double)x * (double)t->extent[axis]);
     x = fmaxf(x, -1073741824.0f);
     return fminf(x, 1073741824.0f);
 }
