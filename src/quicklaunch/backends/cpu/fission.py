@@ -148,6 +148,12 @@ def _pch(ci, compiler_path: str, defines: tuple[str, ...], cache) -> str | None:
 
 
 # ------------------------------------------------------------------ helpers
+def _cub_header(path: str) -> bool:
+    """Whether `path` is one of the shim's CUB headers (include/cub/)."""
+    from .toolchain import INCLUDE_DIR
+    return os.path.realpath(path).startswith(os.path.realpath(INCLUDE_DIR / "cub") + os.sep)
+
+
 BARRIERS = {"__syncthreads": None, "__syncthreads_count": "count",
             "__syncthreads_and": "and", "__syncthreads_or": "or"}
 _ALLOWED_CG = {"this_thread_block", "cooperative_groups"}
@@ -293,6 +299,9 @@ class _Kernel:
         if name in _REFUSED:
             raise Refuse(f"warp or cooperative-groups operation '{name}' (fission handles "
                          f"block barriers only)")
+        if ref is not None and ref.location.file is not None \
+                and _cub_header(ref.location.file.name):
+            raise Refuse(f"CUB collective '{name}' (its barriers are inside the library)")
         if ref is not None and ref.location.file is not None \
                 and ref.location.file.name.endswith("cooperative_groups.h"):
             parent = ref.semantic_parent.spelling if ref.semantic_parent else ""
