@@ -23,7 +23,8 @@ from ...cache_lock import miss_lock
 from ...host_code import device_part
 from ...signature import (KernelDecl, SignatureError, kernel_expressions, parse_kernels,
                           strip_comments)
-from . import fission, loader, scan, tiers, toolchain
+from ... import cuda_version
+from . import fission, loader, scan, shifts, tiers, toolchain
 
 FORMAT = "cpu-module-14"
 
@@ -225,7 +226,8 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
             raise CompileError(f"invalid name expression {e!r}", source=source,
                                options=options)
     arch, rest = split_arch(options, source)
-    cc = (f"-D__CUDA_ARCH__={arch}", *rest)   # what the host compiler is given
+    # what the host compiler is given (CUDART_VERSION & co.: cuda_version.py)
+    cc = (f"-D__CUDA_ARCH__={arch}", *cuda_version.define_options(rest), *rest)
     compiler = toolchain.find_compiler()
     command = toolchain.build_command(compiler, Path("module.cpp"), Path("module.so"),
                                       cc, debug)
@@ -233,7 +235,8 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
                               str(first_line),
                               "\0".join(command), compiler.identity,
                               toolchain.headers_digest_material(),
-                              fission.identity() if not debug else "debug")
+                              fission.identity() if not debug else "debug",
+                              shifts.identity())
     with _lock:
         library = _loaded.get(key)
         built = Built.of(library) if library is not None else _load_cached(key)
@@ -340,9 +343,6 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
             "tiers": {}}
     if fibers:
         meta["tiers"] = tiers.kernel_tiers(text, exprs)
-    plan = _fission_plan(source, exprs, meta, filename, first_line, cc, debug)
-    tu = translation_unit(source, exprs, filename, first_line, meta["tiers"], plan.code,
-                          plan.rows)
     # No FP contraction where a kernel may run in either of two tiers: GCC's
     # choice of which a*b+c become FMAs depends on the code's shape, and the
     # fission and fiber versions of a kernel must give the same bits.
@@ -350,21 +350,18 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
     if re.search(r"\b(assert|__assert_fail|ql_assert_fail|__trap)\b", strip_comments(text)):
         defines += ("-DQL_ABORTS=1",)  # tier 1 then sets up a way to stop a thread
     logs: list[str] = []
+    # Shifts clamped as on the GPU (shifts.py), before fission reads the source;
+    # `source` itself stays the user's, for errors.
+    body = _clamped_shifts(source, cc)
     try:
-        data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
-                        shown=options, logs=logs)
+        data = _compile_body(body, key, source, options, exprs, meta, debug, origin,
+                             filename, first_line, cc, defines, logs)
     except CompileError as exc:
-        if not plan.rows:
+        if body == source or shifts.WRAP not in str(exc):
             raise
-        # The generated code did not compile (a gap in the pass): the same
-        # module with every barrier kernel on fibers; its errors are the user's.
-        tu = translation_unit(source, exprs, filename, first_line, meta["tiers"])
-        data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
-                        shown=options, logs=logs)
-        first = next((ln for ln in str(exc).splitlines() if "error" in ln), "")
-        for e in plan.rows:
-            meta["tier"][e] = ["fibers", f"the fission code did not compile: {first.strip()}"]
-            meta["tiers"][e] = 2
+        # a gap in the shift rewrite, not the user's error: built as written
+        data = _compile_body(source, key, source, options, exprs, meta, debug, origin,
+                             filename, first_line, cc, defines, logs)
     meta["log"] = logs[-1] if logs else ""
     stored = _store(key, data, meta)
     if stored is None:   # uncached: load the bytes from memory
@@ -376,6 +373,40 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
         raise CompileError(f"the compiled module could not be loaded: {exc}",
                            source=source, options=options) from None
     return Built(library, kernels, meta, shown)
+
+
+def _clamped_shifts(source: str, cc) -> str:
+    """The source with its shifts clamped (shifts.py); as written when the
+    pass cannot run (it must never break a build)."""
+    try:
+        return shifts.rewrite(source, cc, toolchain.find_compiler().path, _cache).text
+    except Exception:
+        return source
+
+
+def _compile_body(body, key, source, options, exprs, meta, debug, origin, filename,
+                  first_line, cc, defines, logs) -> bytes:
+    """Compiles the module with `body` as the user's code (fission planned
+    for it): the shared object's bytes."""
+    plan = _fission_plan(body, exprs, meta, filename, first_line, cc, debug)
+    tu = translation_unit(body, exprs, filename, first_line, meta["tiers"], plan.code,
+                          plan.rows)
+    try:
+        return _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
+                        shown=options, logs=logs)
+    except CompileError as exc:
+        if not plan.rows:
+            raise
+        # The generated code did not compile (a gap in the pass): the same
+        # module with every barrier kernel on fibers; its errors are the user's.
+        tu = translation_unit(body, exprs, filename, first_line, meta["tiers"])
+        data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
+                        shown=options, logs=logs)
+        first = next((ln for ln in str(exc).splitlines() if "error" in ln), "")
+        for e in plan.rows:
+            meta["tier"][e] = ["fibers", f"the fission code did not compile: {first.strip()}"]
+            meta["tiers"][e] = 2
+        return data
 
 
 _LOOP_REASON = "no barrier, warp function or cooperative group reached: a loop over the " \

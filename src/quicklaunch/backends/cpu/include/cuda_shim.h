@@ -101,6 +101,7 @@
 #define QL_MEMBER __attribute__((visibility("hidden")))
 
 #include "ql_vector_types.h"
+#include "ql_shift.h"   /* x << __ql_clamp(n): shifts as the GPU clamps them */
 
 /* ------------------------------------------------- thread coordinates */
 /* Assigned by the module's block loop around the kernel body
