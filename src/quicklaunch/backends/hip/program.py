@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ... import cache as cache_mod
+from ... import cache as cache_mod, cuda_version
 from ...options import check_hiprtc
 from ...host_code import device_part
 from ...errors import CompileError
@@ -139,7 +139,8 @@ def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) 
     check_arch(lib, arch, source, options)
     headers = gpu_headers(INCLUDE_DIR)
     key = compile_cache.key(FORMAT, source, options, name_expressions, arch,
-                            f"hiprtc {lib.version} {lib.path} comgr {lib.comgr_version}", headers)
+                            f"hiprtc {lib.version} {lib.path} comgr {lib.comgr_version} "
+                            f"{cuda_version.prelude(options)}", headers)
     prog = _load_cached(key, source, arch, options, name_expressions)
     if prog is None:
         with compile_cache.miss_lock(_cache, "hip", key):   # one compile per node
@@ -154,7 +155,9 @@ def _compile(lib, key, source, arch, options, name_expressions, headers) -> Prog
     std = [] if any(o.startswith(("-std=", "--std=", "-std ")) for o in options) else [DEFAULT_STD]
     full = [f"--offload-arch={arch}", *std, *options]
     command = ("hiprtc", *full)
-    head = f'#include "ql_hip_prelude.h"\n#line 1 "{FILENAME}"\n'
+    # CUDART_VERSION & co., as NVRTC has them (cuda_version.py)
+    head = (f'#include "ql_hip_prelude.h"\n{cuda_version.prelude(options)}'
+            f'#line 1 "{FILENAME}"\n')
 
     def run(exprs):
         text = head + source + reflect.tables(exprs) + _addresses(exprs)
