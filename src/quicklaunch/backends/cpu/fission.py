@@ -1090,12 +1090,18 @@ class _Kernel:
             lines.append("memset(__ql_exited, 0, __ql_n); unsigned __ql_gone = 0;")
         text = "\n".join(lines)
         if fn.kind != self.CK.FUNCTION_TEMPLATE:
-            # assert() names the kernel as g++ spells the original's signature
-            types = ", ".join(re.sub(r" ([*&])", r"\1", p.type.spelling) for p in self.params)
+            # assert() names the kernel as the compiler spells the original's
+            # signature in __PRETTY_FUNCTION__ (the fibers' message): g++
+            # "const int*", clang "const int *" (libclang's own spelling)
             qual = _qualified(fn, self.CK) or fn.spelling
-            pretty = f"void {qual}({types})".replace("\\", "\\\\").replace('"', '\\"')
+
+            def pretty(types):
+                return f"void {qual}({', '.join(types)})".replace("\\", "\\\\").replace('"', '\\"')
+            spelled = [p.type.spelling for p in self.params]
+            gnu = pretty(re.sub(r" ([*&])", r"\1", t) for t in spelled)
             text = (f'#pragma push_macro("__ASSERT_FUNCTION")\n#undef __ASSERT_FUNCTION\n'
-                    f'#define __ASSERT_FUNCTION "{pretty}"\n{text}')
+                    f'#if defined(__clang__)\n#define __ASSERT_FUNCTION "{pretty(spelled)}"\n'
+                    f'#else\n#define __ASSERT_FUNCTION "{gnu}"\n#endif\n{text}')
             self.pop = '\n#pragma pop_macro("__ASSERT_FUNCTION")\n'
         for st in self.hoisted:
             text += self.line(st.extent.start.offset) + \
