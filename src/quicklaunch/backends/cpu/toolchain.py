@@ -54,7 +54,9 @@ COMMON_FLAGS = ("-std=c++17", "-fPIC", "-shared", "-fno-ipa-icf", "-fvisibility=
 #    it is left out;
 #  - -march=native is spelled -mcpu=native by clang on aarch64 (tried first
 #    there, -march=native first elsewhere);
-#  - the memcheck --param options are spelled -mllvm -asan-... by clang.
+#  - memcheck builds are GCC's: ql_memcheck.h is written against GCC's
+#    outline kernel-address instrumentation (its __asan_* callbacks and
+#    global descriptors); under clang a memcheck build is a CompileError.
 OPTIONAL_FLAGS = ("-fno-ipa-icf",)
 # Integer division by zero (docs/cpu-device.md): undefined in CUDA, and no
 # trap on a GPU. Debug builds make it a LaunchError on every host: x86-64's
@@ -65,10 +67,6 @@ DIVIDE_CHECKS = (("-fsanitize=integer-divide-by-zero", "-fsanitize-trap=integer-
                  ("-fsanitize=integer-divide-by-zero", "-fsanitize-undefined-trap-on-error"))
 TRAPPING_DIVIDE = ("x86_64", "amd64", "i386", "i486", "i586", "i686")
 NATIVE_FLAGS = ("-march=native", "-mcpu=native")
-CLANG_MEMCHECK_FLAGS = ("-fsanitize=kernel-address", "-mllvm",
-                        "-asan-instrumentation-with-call-threshold=0", "-mllvm", "-asan-stack=0",
-                        "-mllvm", "-asan-globals=1", "-fno-sanitize-address-use-after-scope",
-                        "-DQL_MEMCHECK=1", "-DQL_ABORTS=1", "-include", "ql_memcheck.h")
 
 
 @dataclass(frozen=True)
@@ -155,15 +153,19 @@ def release_flags(compiler: Compiler) -> tuple[str, ...]:
 
 
 def memcheck_flags(compiler: Compiler) -> tuple[str, ...]:
-    """The memcheck flags in the compiler's spelling (GCC's --param, clang's
-    -mllvm); a CompileError where it takes neither."""
-    for flags in (MEMCHECK_FLAGS, CLANG_MEMCHECK_FLAGS):
-        probe = tuple(f for f in flags if not f.startswith(("-D", "-include", "ql_")))
-        if accepts(compiler, *probe):
-            return flags
-    raise CompileError(f"memcheck builds need a compiler that takes -fsanitize=kernel-address "
-                       f"with GCC's or clang's ASan options; {compiler.path} "
-                       f"({compiler.version}) takes neither")
+    """The memcheck flags (GCC's); a CompileError for clang, or a compiler
+    that does not take them."""
+    if "clang" in compiler.version.lower():
+        raise CompileError(f"memcheck builds need g++: the checker (ql_memcheck.h) is built on "
+                           f"GCC's outline -fsanitize=kernel-address instrumentation, and the "
+                           f"host compiler is {compiler.version} ({compiler.path}); set "
+                           f"CXX=g++ for memcheck builds")
+    probe = tuple(f for f in MEMCHECK_FLAGS if not f.startswith(("-D", "-include", "ql_")))
+    if accepts(compiler, *probe):
+        return MEMCHECK_FLAGS
+    raise CompileError(f"memcheck builds need a g++ that takes -fsanitize=kernel-address with "
+                       f"its --param asan-* options; {compiler.path} ({compiler.version}) "
+                       f"does not")
 
 
 def resolved_target(compiler: Compiler) -> str:
