@@ -144,7 +144,8 @@ EXPORT CUresult cuDeviceGetName(char *name, int len, int dev) {
 }
 EXPORT CUresult cuDeviceGetAttribute(int *v, int attrib, int dev) {
     static const int attrs[][2] = {{1, 1024}, {2, 1024}, {3, 1024}, {4, 64}, {5, 2147483647}, {6, 65535},
-                                   {7, 65535}, {8, DEFAULT_SMEM}, {10, 32}, {16, 132}, {97, OPTIN_SMEM}};
+                                   {7, 65535}, {8, DEFAULT_SMEM}, {10, 32}, {14, 512}, {16, 132}, {51, 32},
+                                   {97, OPTIN_SMEM}};  /* 14, 51: texture and texture pitch alignment */
     NEED_DEV(dev);
     if (!v || attrib < 1 || attrib > 150) return E_VALUE;
     *v = attrib == 75 ? cc_major : attrib == 76 ? cc_minor
@@ -655,6 +656,9 @@ EXPORT CUresult cuLaunchCooperativeKernel(void *f, unsigned gx, unsigned gy, uns
     LOCKED(cooperative(f, d, shared, stream, params));
 }
 
+/* ---- texture objects, CUDA arrays and 3D copies ---- */
+#include "fake_textures.c"
+
 /* ---- cuGetProcAddress: base names ("cuMemAlloc") to the version current at the
  * asked API version, as the real driver maps them (VENTRY: that entry from
  * version `since` on; ENTRY: the only one, from any version) ---- */
@@ -678,6 +682,10 @@ static const struct { const char *name; int since; void *fn; } procs[] = {
     ENTRY("cuMemcpyHtoD", cuMemcpyHtoD_v2), ENTRY("cuMemcpyDtoH", cuMemcpyDtoH_v2),
     ENTRY("cuMemcpyDtoD", cuMemcpyDtoD_v2), ENTRY("cuMemsetD8", cuMemsetD8_v2),
     ENTRY("cuPointerGetAttribute", cuPointerGetAttribute),
+    /* fake_textures.c */
+    VENTRY("cuArray3DCreate", 3020, cuArray3DCreate_v2), ENTRY("cuArrayDestroy", cuArrayDestroy),
+    VENTRY("cuMemcpy3D", 3020, cuMemcpy3D_v2), VENTRY("cuTexObjectCreate", 5000, cuTexObjectCreate),
+    VENTRY("cuTexObjectDestroy", 5000, cuTexObjectDestroy),
     /* fake_streams.c */
     VENTRY("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2),
     ENTRY("cuStreamEndCapture", cuStreamEndCapture), ENTRY("cuStreamIsCapturing", cuStreamIsCapturing),

@@ -84,6 +84,12 @@ _LAZY = {
     "cuStreamBeginCapture": [c_void_p, c_int],
     "cuStreamEndCapture": [c_void_p, POINTER(c_void_p)],
     "cuStreamIsCapturing": [c_void_p, POINTER(c_int)],
+    # texture objects (backends/cuda/textures.py); the _v2 entries at 12000
+    "cuTexObjectCreate": [POINTER(c_uint64), c_void_p, c_void_p, c_void_p],
+    "cuTexObjectDestroy": [c_uint64],
+    "cuArray3DCreate": [POINTER(c_void_p), c_void_p],
+    "cuArrayDestroy": [c_void_p],
+    "cuMemcpy3D": [c_void_p],
 }
 
 # CUresult values the library reacts to
