@@ -23,13 +23,15 @@ user's source before fission's, so fission sees the clamped shifts.
 from __future__ import annotations
 
 import ctypes
+import os
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from ...signature import strip_comments
 
-PASS = "shifts-1"
+PASS = "shifts-2"
+ENV = "QUICKLAUNCH_CPU_CLAMP_SHIFTS"   # "0": shifts as the host does them (for measuring)
 WRAP = "__ql_clamp"
 _OPS = (b"<<=", b">>=", b"<<", b">>")
 # A shift with a literal count below 32 that nothing of higher precedence
@@ -55,6 +57,8 @@ class Rewrite:
 def identity() -> str:
     """What the rewrite depends on besides the source (for cache keys)."""
     from . import fission
+    if not enabled():
+        return f"{PASS}-off"
     ci = fission._cindex()
     if isinstance(ci, str):
         return f"{PASS}-no-libclang"
@@ -64,6 +68,10 @@ def identity() -> str:
     except Exception:
         v = "?"
     return f"{PASS}-libclang-{v}"
+
+
+def enabled() -> bool:
+    return os.environ.get(ENV, "1").strip() not in ("0", "no", "off", "false")
 
 
 def candidates(source: str) -> bool:
@@ -136,6 +144,8 @@ def _parse(ci, body: str, cc: tuple[str, ...], compiler_path: str, cache):
 
 def rewrite(source: str, cc: tuple[str, ...], compiler_path: str, cache=None) -> Rewrite:
     """`source` with every shift that needs it clamped as on the GPU."""
+    if not enabled():
+        return Rewrite(source, why=f"{ENV}=0")
     if not candidates(source):
         return Rewrite(source, why="no shift with a run-time or out-of-range count")
     from . import fission

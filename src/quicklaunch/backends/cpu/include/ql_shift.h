@@ -59,18 +59,24 @@ template <class T> struct when<true, T> { typedef T type; };
 
 template <class B> struct count { B v; };
 
+/* Branch-free (an all-ones or zero mask, not a conditional): a count that
+ * is loop-invariant then gives GCC no condition to unswitch loops on, which
+ * multiplied the loop's copies and cost 5x on a shift-heavy hash. */
 template <class P> QL_SHIFT_FN P shl(P x, unsigned c) {
     typedef typename uns<P>::type U;
     const unsigned w = sizeof(P) * 8;
-    const U r = (U)((U)x << (c & (w - 1)));
-    return c < w ? (P)r : (P)0;
+    const U keep = (U)0 - (U)(c < w);
+    return (P)((U)((U)x << (c & (w - 1))) & keep);
 }
 template <class P> QL_SHIFT_FN P shr(P x, unsigned c) {
+    typedef typename uns<P>::type U;
     const unsigned w = sizeof(P) * 8;
-    if ((P)-1 < (P)0)               /* signed: the sign fills a clamped shift */
-        return (P)(x >> (c < w ? c : w - 1));
-    const P r = (P)(x >> (c & (w - 1)));
-    return c < w ? r : (P)0;
+    const U keep = (U)0 - (U)(c < w);
+    if ((P)-1 < (P)0) {             /* signed: the sign fills a clamped shift */
+        const U sign = (U)0 - (U)(x < 0);
+        return (P)(((U)(x >> (c & (w - 1))) & keep) | (sign & ~keep));
+    }
+    return (P)((U)(x >> (c & (w - 1))) & keep);
 }
 template <class B> QL_SHIFT_FN unsigned bits(const count<B> &c) {
     return (unsigned)c.v;           /* a 64-bit count: its low 32 bits, as PTX */
