@@ -235,3 +235,71 @@ EXPORT hipError_t hipEventQuery(void *e) { (void)e; return 0; }
 EXPORT hipError_t hipEventElapsedTime(float *ms, void *a, void *b) {
     (void)a; (void)b; *ms = 1.5f; return 0;
 }
+
+/* ------------------------------------------------------------ textures */
+/* hipTexObjectCreate with the driver-style descriptors (HIP_RESOURCE_DESC,
+ * HIP_TEXTURE_DESC: CUDA's layout). Linear and pitch2D resources only, as
+ * quicklaunch makes them; each is recorded for fake_hip_texture(). With
+ * FAKE_HIP_NO_TEXTURES set the entry fails as hipErrorNotSupported (801). */
+typedef struct {
+    int resType;
+    union {
+        struct { uint64_t devPtr; int format; unsigned numChannels; size_t sizeInBytes; } linear;
+        struct { uint64_t devPtr; int format; unsigned numChannels; size_t width, height, pitch; } pitch2D;
+        int reserved[32];
+    } res;
+    unsigned flags;
+} fake_res_desc;
+typedef struct {
+    int address[3], filter;
+    unsigned flags, aniso;
+    int mip_filter;
+    float bias, min_clamp, max_clamp, border[4];
+    int reserved[12];
+} fake_tex_desc;
+#define MAX_TEX 64
+static struct { int live; fake_res_desc r; fake_tex_desc t; } textures[MAX_TEX];
+
+EXPORT hipError_t hipTexObjectCreate(void **out, const fake_res_desc *r, const fake_tex_desc *t,
+                                     const void *view) {
+    if (env_int("FAKE_HIP_NO_TEXTURES", 0)) return 801;
+    if (!out || !r || !t || view || (r->resType != 2 && r->resType != 3)) return 1;
+    const uint64_t p = r->resType == 2 ? r->res.linear.devPtr : r->res.pitch2D.devPtr;
+    if (p % 256 || (r->resType == 3 && r->res.pitch2D.pitch % 256)) return 1;
+    for (int i = 0; i < MAX_TEX; i++)
+        if (!textures[i].live) {
+            textures[i].live = 1, textures[i].r = *r, textures[i].t = *t;
+            *out = (void *)(uintptr_t)(0x7e000 + i + 1);
+            return 0;
+        }
+    return 2;
+}
+EXPORT hipError_t hipTexObjectDestroy(void *h) {
+    uintptr_t i = (uintptr_t)h - 0x7e000 - 1;
+    if (i >= MAX_TEX || !textures[i].live) return 1;
+    textures[i].live = 0;
+    return 0;
+}
+/* [resource type, format, channels, width (texels), height, pitch, address
+ * x, y, filter, flags, device pointer] of a live texture; -1 if none. */
+EXPORT int fake_hip_texture(void *h, long long out[11]) {
+    uintptr_t i = (uintptr_t)h - 0x7e000 - 1;
+    if (i >= MAX_TEX || !textures[i].live) return -1;
+    const fake_res_desc *r = &textures[i].r;
+    const fake_tex_desc *t = &textures[i].t;
+    const int lin = r->resType == 2;
+    const long long v[11] = {r->resType, lin ? r->res.linear.format : r->res.pitch2D.format,
+                             lin ? r->res.linear.numChannels : r->res.pitch2D.numChannels,
+                             lin ? (long long)r->res.linear.sizeInBytes : (long long)r->res.pitch2D.width,
+                             lin ? 1 : (long long)r->res.pitch2D.height,
+                             lin ? (long long)r->res.linear.sizeInBytes : (long long)r->res.pitch2D.pitch,
+                             t->address[0], t->address[1], t->filter, t->flags,
+                             (long long)(lin ? r->res.linear.devPtr : r->res.pitch2D.devPtr)};
+    memcpy(out, v, sizeof v);
+    return 0;
+}
+EXPORT int fake_hip_texture_count(void) {
+    int n = 0;
+    for (int i = 0; i < MAX_TEX; i++) n += textures[i].live;
+    return n;
+}

@@ -10,47 +10,14 @@ NumPy data is always copied to the device. The texture keeps the memory it
 reads alive; ``destroy`` destroys the object, then its array."""
 from __future__ import annotations
 
-from ctypes import (Structure, Union, byref, c_float, c_int, c_size_t, c_uint, c_uint64,
-                    c_void_p)
+from ctypes import Structure, byref, c_int, c_size_t, c_uint, c_uint64, c_void_p
 
 import numpy as np
 
-# CUarray_format by (NumPy kind, bytes)
-FORMATS = {("u", 1): 0x01, ("u", 2): 0x02, ("u", 4): 0x03, ("i", 1): 0x08, ("i", 2): 0x09,
-           ("i", 4): 0x0A, ("f", 2): 0x10, ("f", 4): 0x20}
-RES_ARRAY, RES_LINEAR, RES_PITCH2D = 0, 2, 3
+from ..gpu.texture_desc import FORMATS, RES_ARRAY, ResourceDesc, memory_desc, texture_desc
+
 MEM_HOST, MEM_DEVICE, MEM_ARRAY = 1, 2, 3
-TRSF_READ_AS_INTEGER, TRSF_NORMALIZED_COORDINATES = 0x01, 0x02
 ATTR_TEXTURE_ALIGNMENT, ATTR_TEXTURE_PITCH_ALIGNMENT = 14, 51
-
-
-class _Linear(Structure):
-    _fields_ = [("devPtr", c_uint64), ("format", c_int), ("numChannels", c_uint),
-                ("sizeInBytes", c_size_t)]
-
-
-class _Pitch2D(Structure):
-    _fields_ = [("devPtr", c_uint64), ("format", c_int), ("numChannels", c_uint),
-                ("width", c_size_t), ("height", c_size_t), ("pitchInBytes", c_size_t)]
-
-
-class _Res(Union):
-    _fields_ = [("hArray", c_void_p), ("linear", _Linear), ("pitch2D", _Pitch2D),
-                ("reserved", c_int * 32)]
-
-
-class ResourceDesc(Structure):
-    """CUDA_RESOURCE_DESC"""
-    _fields_ = [("resType", c_int), ("res", _Res), ("flags", c_uint)]
-
-
-class TextureDesc(Structure):
-    """CUDA_TEXTURE_DESC"""
-    _fields_ = [("addressMode", c_int * 3), ("filterMode", c_int), ("flags", c_uint),
-                ("maxAnisotropy", c_uint), ("mipmapFilterMode", c_int),
-                ("mipmapLevelBias", c_float), ("minMipmapLevelClamp", c_float),
-                ("maxMipmapLevelClamp", c_float), ("borderColor", c_float * 4),
-                ("reserved", c_int * 12)]
 
 
 class Array3DDesc(Structure):
@@ -123,8 +90,6 @@ def create(dev, spec):
     if not isinstance(src, memory.Buffer):
         src = np.ascontiguousarray(src)
     align = _attribute(backend, ATTR_TEXTURE_ALIGNMENT)
-    fmt = FORMATS[spec.dtype.kind, spec.dtype.itemsize]
-    res = ResourceDesc()
     keep: list = [spec.data]
     if spec.memory == "array":
         arr = _Array(backend, spec)
@@ -134,15 +99,15 @@ def create(dev, spec):
         except BaseException:
             arr.destroy()
             raise
+        res = ResourceDesc()
         res.resType, res.res.hArray = RES_ARRAY, arr.handle
     else:
         pitch = spec.row_bytes
         if spec.memory == "pitch2d":
             step = _attribute(backend, ATTR_TEXTURE_PITCH_ALIGNMENT)
             pitch = -(-spec.row_bytes // step) * step
-        direct = (isinstance(src, memory.Buffer) and src.ptr % align == 0 and
-                  pitch == spec.row_bytes)
-        if direct:
+        if (isinstance(src, memory.Buffer) and src.ptr % align == 0 and
+                pitch == spec.row_bytes):
             ptr = src.ptr
         else:
             # allocations are 256-byte aligned, textures may need more
@@ -150,19 +115,8 @@ def create(dev, spec):
             keep.append(dst)
             ptr = -(-dst.ptr // align) * align
             _copy(backend, spec, src, MEM_DEVICE, ptr, pitch)
-        if spec.memory == "linear":
-            res.resType = RES_LINEAR
-            res.res.linear = _Linear(ptr, fmt, spec.channels, spec.row_bytes)
-        else:
-            res.resType = RES_PITCH2D
-            res.res.pitch2D = _Pitch2D(ptr, fmt, spec.channels, spec.extent[0], spec.extent[1],
-                                       pitch)
-    tex = TextureDesc()
-    tex.addressMode[:] = spec.address
-    tex.filterMode = spec.filter
-    tex.flags = ((TRSF_READ_AS_INTEGER if spec.format != 2 and not spec.read_normalized else 0) |
-                 (TRSF_NORMALIZED_COORDINATES if spec.normalized_coords else 0))
-    tex.borderColor[:] = spec.border
+        res = memory_desc(spec, ptr, pitch)
+    tex = texture_desc(spec)
     handle = c_uint64()
     try:
         backend.call(lambda: backend.driver.cuTexObjectCreate(byref(handle), byref(res),
