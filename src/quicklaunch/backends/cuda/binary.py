@@ -1,6 +1,7 @@
 """ql.load's reader of CUDA binaries: a PTX module's ``.entry`` parameter
 lists (sizes, alignments, element types), a cubin's parameter table (sizes:
-cubin.py), a fatbin's first uncompressed PTX, else cubin, entry."""
+cubin.py), a fatbin's first PTX, else cubin, entry (decompressed when it is
+stored compressed: fatbin.py, zstd.py)."""
 from __future__ import annotations
 
 from ..gpu.binary import Row, rows_from_offsets
@@ -38,9 +39,10 @@ def read(data: bytes, kind: str) -> tuple[dict[str, list[Row]], bytes]:
         return ptx_rows(data.split(b"\0", 1)[0].decode("utf-8")), data
     if kind == "cubin":
         return {s: rows_from_offsets(ps) for s, ps in cubin.kernels(data).items()}, data
-    entries = cubin.fatbin_entries(data)
-    for what, _arch, payload in sorted(entries, key=lambda e: e[0] != "ptx"):
+    from . import fatbin
+    for entry in sorted(fatbin.entries(data), key=lambda e: e.kind != "ptx"):
+        payload = entry.payload()   # decompressed (LZ4, zstd) when it is stored compressed
         if payload:
-            return read(payload, what)[0], data
-    raise cubin.CubinError("the fatbin holds no uncompressed PTX or cubin to read the "
-                           "kernels' parameters from")
+            return read(payload, entry.kind)[0], data
+    raise cubin.CubinError("the fatbin holds no PTX or cubin to read the kernels' "
+                           "parameters from")

@@ -5,7 +5,8 @@ size from the ``.nv.info.<kernel>`` section's EIATTR_KPARAM_INFO records
 flags with the size in bits 18..31; 0x45, KPARAM_INFO_V2: the last word is
 the plain size), and the SASS architecture from ``e_flags``. A cubin holds
 no parameter types: sizes only (ql.load's ``signature`` adds the types).
-Only the fatbin container's uncompressed entries are unwrapped here.
+The fatbin container's entries, compressed ones included, are read by
+fatbin.py.
 
 Malformed input raises ``CubinError``.
 """
@@ -14,15 +15,12 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from .binary_errors import FATBIN_MAGIC, CubinError
+
 __all__ = ["EM_CUDA", "CubinError", "CubinParam", "arch", "fatbin_entries", "kernels"]
 
 EM_CUDA = 190
 STT_FUNC = 2
-FATBIN_MAGIC = 0xBA55ED50
-
-
-class CubinError(ValueError):
-    """Not a cubin (or fatbin) quicklaunch can read."""
 
 
 class CubinParam(NamedTuple):
@@ -117,24 +115,7 @@ def kernels(data: bytes) -> dict[str, tuple[CubinParam, ...]]:
 
 
 def fatbin_entries(data: bytes) -> list[tuple[str, str, bytes]]:
-    """(kind "ptx"/"cubin", arch "sm_90", payload) of each uncompressed entry
-    of a fatbin; compressed entries are listed with an empty payload."""
-    magic, _version, header = _unpack("<IHH", data, 0)
-    if magic != FATBIN_MAGIC:
-        raise CubinError("not a fatbin (no 0xBA55ED50 magic)")
-    (total,) = _unpack("<Q", data, 8)
-    pos, end = header, header + total
-    if end > len(data):
-        raise CubinError(f"truncated: the fatbin says {end} bytes, the image has {len(data)}")
-    out = []
-    while pos < end:
-        kind, _, ehead, padded = _unpack("<HHIQ", data, pos)
-        (size,) = _unpack("<I", data, pos + 20)
-        (sm,) = _unpack("<I", data, pos + 28)
-        (flags,) = _unpack("<Q", data, pos + 40)
-        if ehead < 48 or padded < size:
-            raise CubinError(f"damaged fatbin entry at offset {pos}")
-        payload = b"" if flags & 0x2000 else data[pos + ehead:pos + ehead + size]
-        out.append(("ptx" if kind == 1 else "cubin", f"sm_{sm}", payload))
-        pos += ehead + padded
-    return out
+    """(kind "ptx"/"cubin", arch "sm_90", payload) of each entry of a fatbin,
+    compressed entries (LZ4, zstd) decompressed: fatbin.py."""
+    from . import fatbin
+    return [(e.kind, e.arch, e.payload()) for e in fatbin.entries(data)]
