@@ -328,3 +328,14 @@ def test_not_picklable_and_repr():
     assert "3x4 uint8x2 pitch2d on cpu" in repr(t)
     with pytest.raises(TypeError, match="cannot be pickled"):
         pickle.dumps(t)
+
+
+def test_a_handle_that_is_no_texture_fails_the_launch(mod):
+    not_a_texture = np.full(16, 7, np.uint64)
+    idx = np.zeros(4, np.int32)
+    out = poisoned(4)
+    with pytest.raises(ql.LaunchError, match="not a live texture object"):
+        mod.fetch1d[1, 4](not_a_texture.ctypes.data, idx, out, 4)
+    data = rng.random(4, dtype=np.float32)     # the device is usable afterwards
+    mod.fetch1d[1, 4](ql.Texture(data), np.arange(4, dtype=np.int32), out, 4)
+    np.testing.assert_array_equal(out, data)
