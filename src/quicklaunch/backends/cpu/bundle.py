@@ -125,6 +125,17 @@ def rank(entry: dict, backend):
     return score, None
 
 
+def _meta_matches(meta, kernels) -> bool:
+    """Whether the entry's metadata describes the loaded kernel table: the same
+    kernels, each with as many [name, C type] parameters as the table has."""
+    if not isinstance(meta, dict) or not isinstance(meta.get("params"), dict):
+        return False
+    params = meta["params"]
+    return set(params) == {lk.expr for lk in kernels} and all(
+        isinstance(params[lk.expr], list) and len(params[lk.expr]) == len(lk.params)
+        for lk in kernels)
+
+
 _loaded: "weakref.WeakValueDictionary[str, object]" = weakref.WeakValueDictionary()
 
 
@@ -133,7 +144,7 @@ def load_entry(backend, entry: dict, payload: bytes, shown: str):
     entry's shared object, loaded from memory (one load per distinct object
     while anything uses it); ValueError when it does not load or does not
     match the manifest."""
-    from . import compiler, loader
+    from . import loader   # not compiler.py: loading needs none of the compiler's machinery
     library = _loaded.get(entry["sha256"])
     if library is None:
         fd = loader.memfd_of(payload, f"quicklaunch-bundle-{entry['sha256'][:16]}.so")
@@ -142,10 +153,11 @@ def load_entry(backend, entry: dict, payload: bytes, shown: str):
         except (OSError, ValueError) as exc:
             raise ValueError(f"the shared object cannot be loaded: {exc}") from None
         meta = entry.get("cpu_meta")
-        if not compiler._meta_matches(meta, kernels):
+        if not _meta_matches(meta, kernels):
             raise ValueError("the shared object's kernel table does not match the manifest's "
                              "kernels")
-        compiler.Built(library, kernels, meta, shown)
+        # what compiler.Built keeps on a library: globals and reloads read it
+        library.kernels, library.meta, library.path = kernels, meta, shown
         _loaded[entry["sha256"]] = library
     rows = {lk.expr: lk for lk in library.kernels}
     handles = {}
