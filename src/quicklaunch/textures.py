@@ -211,8 +211,10 @@ class Texture(_launch.TextureBase):
             try:
                 self.device.synchronize()
             finally:
-                self._ops.destroy(self.device, handle, self._keep)
-                self._keep = self._source = None
+                # what stays is what a stale handle may still be read through
+                # (the CPU device's invalidated descriptor), else nothing
+                self._keep = self._ops.destroy(self.device, handle, self._keep)
+                self._source = None
 
     def __enter__(self) -> "Texture":
         return self

@@ -339,3 +339,24 @@ def test_a_handle_that_is_no_texture_fails_the_launch(mod):
     data = rng.random(4, dtype=np.float32)     # the device is usable afterwards
     mod.fetch1d[1, 4](ql.Texture(data), np.arange(4, dtype=np.int32), out, 4)
     np.testing.assert_array_equal(out, data)
+
+
+def test_graph_replays_read_the_texture_until_closed(mod):
+    data = rng.random(32, dtype=np.float32)
+    idx = np.arange(32, dtype=np.int32)
+    out = poisoned(32)
+    t = ql.Texture(data)
+    run = mod.fetch1d.configure(1, 32)
+    with ql.graph() as g:
+        run(t, idx, out, 32)
+    g.replay()
+    ql.device("cpu").synchronize()
+    np.testing.assert_array_equal(out, data)
+    data[:] = rng.random(32, dtype=np.float32)     # the texture reads the array itself
+    g.replay()
+    ql.device("cpu").synchronize()
+    np.testing.assert_array_equal(out, data)
+    t.close()
+    with pytest.raises(ql.LaunchError, match="not a live texture object"):
+        g.replay()
+        ql.device("cpu").synchronize()

@@ -347,7 +347,9 @@ def _build(key, source, options, name_expressions, debug, origin, filename,
     # choice of which a*b+c become FMAs depends on the code's shape, and the
     # fission and fiber versions of a kernel must give the same bits.
     defines = ("-DQL_TIER2=1", "-ffp-contract=off") if fibers else ()
-    if re.search(r"\b(assert|__assert_fail|ql_assert_fail|__trap)\b", strip_comments(text)):
+    # (texture fetches stop a thread given a handle that is no texture: ql_texture.h)
+    if re.search(r"\b(assert|__assert_fail|ql_assert_fail|__trap|tex1Dfetch|tex[123]D(?:Lod)?)\b",
+                 strip_comments(text)):
         defines += ("-DQL_ABORTS=1",)  # tier 1 then sets up a way to stop a thread
     logs: list[str] = []
     # Shifts clamped as on the GPU (shifts.py), before fission reads the source;

@@ -53,9 +53,13 @@ def create(dev, spec):
     return ctypes.addressof(d), (d, arr)
 
 
-def destroy(dev, handle: int, keep) -> None:
-    """Invalidates the descriptor, so a stale int handle is refused by the
-    fetch functions rather than read through."""
+def destroy(dev, handle: int, keep):
+    """Invalidates the descriptor and returns it, so the texture keeps it
+    (not the texels) while it lives: a stale handle (an int copy, a graph
+    recorded before close()) then fails the fetch instead of reading freed
+    memory."""
     d = keep[0]
     if ctypes.addressof(d) == handle:
         d.magic = 0
+        d.data = None
+    return d

@@ -62,11 +62,19 @@ struct ql_texture {
  * of an integer format). */
 struct ql_texel { float f[4]; int i[4]; };
 
+/* A handle that is no live descriptor fails the launch, naming the thread
+ * (a module that fetches is built with QL_ABORTS: compiler.py). */
+__attribute__((noreturn, noinline, cold)) QL_FN void ql_tex_bad(cudaTextureObject_t h) {
+    ql_report(QL_CPU_ERROR_LAUNCH_FAILED, "texture fetch through 0x%llx, which is not a live "
+              "texture object (pass a ql.Texture of this device, and do not close it while "
+              "kernels or graphs use it), in block (%u, %u, %u), thread (%u, %u, %u)", h,
+              blockIdx.x, blockIdx.y, blockIdx.z, threadIdx.x, threadIdx.y, threadIdx.z);
+    ql_abort_thread();
+}
+
 QL_FN const ql_texture *ql_tex(cudaTextureObject_t h) {
     const ql_texture *t = (const ql_texture *)(uintptr_t)h;
-    if (__builtin_expect(!t || t->magic != QL_TEXTURE_MAGIC, 0))
-        ql_device_exit(-1, "texture fetch through a handle that is not a live texture "
-                           "object (pass a ql.Texture of this device, not closed)");
+    if (__builtin_expect(!t || t->magic != QL_TEXTURE_MAGIC, 0)) ql_tex_bad(h);
     return t;
 }
 
