@@ -109,4 +109,24 @@ static inline int ql_as_uint64(PyObject *o, uint64_t hi, uint64_t *out, int *ove
     return 0;
 }
 
+/* A complex number (Python's, or anything with __complex__: NumPy's complex
+ * scalars) as the two lanes of a float2 / double2: re, then im, as floats
+ * (size 4) or doubles (size 8). 0 on success, -1 with an exception set, 1
+ * when a finite part is out of float's range (nothing written). Not on the
+ * fast path: struct parameters only. */
+static inline int ql_complex_pair(PyObject *o, int size, char *slot) {
+    Py_complex c = PyComplex_AsCComplex(o);
+    if (c.real == -1.0 && PyErr_Occurred()) return -1;
+    if (size == 8) {
+        memcpy(slot, &c.real, 8);
+        memcpy(slot + 8, &c.imag, 8);
+        return 0;
+    }
+    const float re = (float)c.real, im = (float)c.imag;
+    if ((isinf(re) && isfinite(c.real)) || (isinf(im) && isfinite(c.imag))) return 1;
+    memcpy(slot, &re, 4);
+    memcpy(slot + 4, &im, 4);
+    return 0;
+}
+
 #endif

@@ -172,6 +172,15 @@ static int pack_bool(KernelCore *k, uint32_t i, PyObject *o, char *slot) {
 
 static int pack_struct(KernelCore *k, uint32_t i, PyObject *o, char *slot) {
     Py_buffer view;
+    /* float2 / double2 / cuComplex / cuDoubleComplex: a Python (or NumPy) complex */
+    if (k->elems && k->elems[i].kind == 'f' && k->elems[i].lanes == 2 &&
+        (PyComplex_Check(o) || PyArray_IsScalar(o, ComplexFloating))) {
+        const int rc = ql_complex_pair(o, k->elems[i].size, slot);
+        if (rc <= 0) return rc;
+        return arg_error(k, i, LaunchOverflowError, "%R is out of range for a pair of floats "
+                         "(a part would become infinity); pass a double2 / cuDoubleComplex "
+                         "parameter, or complex('inf') if that is intended", o);
+    }
     if (!PyObject_CheckBuffer(o) || PyObject_GetBuffer(o, &view, PyBUF_SIMPLE) < 0) {
         PyErr_Clear();
         return wrong_kind(k, i, o, "a struct: bytes, a NumPy structured scalar or a "

@@ -242,9 +242,15 @@ static int init_elems(KernelCore *k, PyObject *name, Py_ssize_t n, PyObject *ele
         const int texture = kind[0] == 'T' && !kind[1] &&
                             (k->codes[i] == QL_KIND_U64 || k->codes[i] == QL_KIND_PTR ||
                              k->codes[i] == QL_KIND_PTR_CONST);
-        if (!texture && (!strchr("fiubB", kind[0]) || !kind[0] || kind[1] || size < 1 ||
-                         size > 16 || lanes < 1 || lanes > 16 ||
-                         (k->codes[i] != QL_KIND_PTR && k->codes[i] != QL_KIND_PTR_CONST))) {
+        /* a 2-lane float struct by value (float2, cuDoubleComplex): it takes a
+         * Python complex too (_launch.c, pack_struct) */
+        const int complex_pair = kind[0] == 'f' && !kind[1] && lanes == 2 &&
+                                 (size == 4 || size == 8) && k->codes[i] == QL_KIND_STRUCT &&
+                                 k->sizes[i] == 2 * size;
+        if (!texture && !complex_pair &&
+            (!strchr("fiubB", kind[0]) || !kind[0] || kind[1] || size < 1 ||
+             size > 16 || lanes < 1 || lanes > 16 ||
+             (k->codes[i] != QL_KIND_PTR && k->codes[i] != QL_KIND_PTR_CONST))) {
             PyErr_Format(PyExc_ValueError, "kernel '%U', parameter %zd: bad element %R", name,
                          i + 1, e);
             goto out;

@@ -101,6 +101,23 @@ def texture_element(ctype: str):
     return None
 
 
+_COMPLEX_PAIRS = {"float2": 4, "cuComplex": 4, "cuFloatComplex": 4, "double2": 8,
+                  "cuDoubleComplex": 8}
+
+
+def complex_element(ctype: str):
+    """The launcher's element for a 2-lane float struct taken by value
+    (float2, double2, cuComplex, cuDoubleComplex): it accepts a Python
+    complex (re, im) besides bytes-like values; else None."""
+    base = " ".join(_QUALIFIERS.sub(" ", ctype).split()).lstrip(":")
+    size = _COMPLEX_PAIRS.get(base)
+    if size is None:
+        return None
+    what = "float32" if size == 4 else "float64"
+    return ("f", size, 2, f"a complex number or 2 x {what} (C type {ctype})",
+            "complex" if size == 8 else "np.complex64")
+
+
 def elements(params, types: dict[str, str] | None = None) -> tuple:
     """The launcher's ``elems`` for a kernel's parameters (None for scalars).
     ``types`` maps a template instantiation's type parameters to its
@@ -110,7 +127,8 @@ def elements(params, types: dict[str, str] | None = None) -> tuple:
             ctype = re.sub(r"\b[A-Za-z_]\w*\b", lambda m: types.get(m[0], m[0]), ctype)
         return element(ctype)
     return tuple(texture_element(p.ctype) or
-                 (typed(p.ctype) if p.kind.endswith("pointer") else None) for p in params)
+                 (typed(p.ctype) if p.kind.endswith("pointer") else
+                  complex_element(p.ctype) if p.kind == "struct" else None) for p in params)
 
 
 def _split_top(text: str) -> list[str]:
