@@ -85,13 +85,31 @@ def _source(data, dev: Device | None):
                              f"{dev.name}; copy it with ql.asarray(x, device=...)")
         return data, data.device
     dev = get_device(dev)
-    if hasattr(data, "__cuda_array_interface__") and not dev.host_memory:
-        raise TypeError("ql.Texture: pass a ql.Buffer (ql.asarray(x, device=...)) or a "
-                        "NumPy array; other libraries' device arrays are not read directly")
+    if not dev.host_memory and hasattr(data, "__cuda_array_interface__"):
+        return _device_array(data, dev), dev
     arr = np.asarray(data)
     if arr.dtype.hasobject:
         raise TypeError("ql.Texture: an array of Python objects has no texel format")
     return arr, dev
+
+
+def _device_array(obj, dev: Device):
+    """Another library's GPU array (``__cuda_array_interface__``: CuPy,
+    Numba, torch, ...) as a ql.Buffer over the same memory, kept alive by
+    holding ``obj``; it must be C-contiguous and on ``dev``."""
+    from .memory import Buffer
+    iface = obj.__cuda_array_interface__
+    shape = tuple(int(s) for s in iface["shape"])
+    dtype = np.dtype(iface["typestr"])
+    strides = iface.get("strides")
+    if strides is not None and tuple(strides) != tuple(np.empty(shape, dtype).strides):
+        raise ValueError("ql.Texture: the device array is strided; pass a contiguous copy")
+    ptr = int(iface["data"][0])
+    owner = dev.backend.pointer_owner(ptr) if ptr else None
+    if owner is not None and owner != dev.ordinal:
+        raise ValueError(f"ql.Texture: the array lives on GPU {owner}, not {dev.name}; pass "
+                         f"device= its device, or copy it there")
+    return Buffer(ptr, shape, dtype, dev, owner=obj, readonly=True)
 
 
 def make_spec(data, channels: int, address, filter: str, normalized_coords: bool,
@@ -160,7 +178,8 @@ def _backend_textures(dev: Device):
 
 
 class Texture(_launch.TextureBase):
-    """A texture object over ``data`` (a NumPy array or a ql.Buffer) on
+    """A texture object over ``data`` (a NumPy array, a ql.Buffer, or on a
+    GPU an array with ``__cuda_array_interface__``) on
     ``device`` (the buffer's, else ``ql.device(device)``), for kernels'
     ``cudaTextureObject_t`` parameters.
 

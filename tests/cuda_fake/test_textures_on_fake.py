@@ -13,7 +13,7 @@ import pytest
 import quicklaunch as ql
 
 from .api import last_launch
-from .test_quicklaunch_on_fake import fake_gpu, gpu  # noqa: F401
+from .test_quicklaunch_on_fake import CaiOnly, fake_gpu, gpu  # noqa: F401
 
 KERNEL = r"""
 extern "C" __global__ void fetch(cudaTextureObject_t t, float *out, int n) {
@@ -144,3 +144,18 @@ def test_gc_destroys_the_texture(gpu, fake_gpu):  # noqa: F811
     del t
     gc.collect()
     assert hooks(fake_gpu).fake_cuda_texture_count() == 0
+
+
+def test_other_libraries_device_arrays(gpu, fake_gpu):  # noqa: F811
+    data = rng.standard_normal((4, 8)).astype(np.float32)       # rows of 32 bytes
+    big = ql.zeros(32 + 256, np.float32, device=gpu)
+    view = ql.Buffer(big.ptr + (-big.ptr % 512), (4, 8), np.dtype(np.float32), gpu, owner=big)
+    view.copy_from(data)
+    allocs = fake_gpu.fake_cuda_alloc_count()
+    t = ql.Texture(CaiOnly(view))
+    assert fake_gpu.fake_cuda_alloc_count() == allocs            # read in place
+    d, _ = desc(fake_gpu, t.handle)
+    assert (d["res_type"], d["width"], d["height"], d["pitch"]) == (3, 8, 4, 32)
+    assert texel(fake_gpu, t.handle, 7, 3) == data[3, 7].tobytes()
+    with pytest.raises(ValueError, match="strided"):
+        ql.Texture(CaiOnly(view, strides=(64, 4)))
