@@ -23,7 +23,7 @@ from ...cache_lock import miss_lock
 from ...host_code import device_part
 from ...signature import (KernelDecl, SignatureError, kernel_expressions, parse_kernels,
                           strip_comments)
-from ... import cuda_version
+from ... import cuda_version, texture_refs
 from . import fission, loader, scan, shifts, tiers, toolchain
 
 FORMAT = "cpu-module-14"
@@ -244,8 +244,14 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
             with miss_lock(_cache, "cpu", key):   # one compile per node (cache_lock.py)
                 built = _load_cached(key)   # a leader may have stored it meanwhile
                 if built is None:
-                    built = _build(key, source, options, name_expressions, debug, origin,
-                                   filename, first_line, cc)
+                    try:
+                        built = _build(key, source, options, name_expressions, debug,
+                                       origin, filename, first_line, cc)
+                    except CompileError as exc:   # texture references: say what to do
+                        better = texture_refs.explain(exc, source, "the CPU device")
+                        if better is exc:
+                            raise
+                        raise better from None
         _loaded[key] = built.library
         return built
 

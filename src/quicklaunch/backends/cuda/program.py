@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ... import cache as cache_mod
+from ... import cache as cache_mod, texture_refs
+from ...errors import CompileError
 from ...options import check_nvrtc
 from ...host_code import device_part
 from ...signature import strip_comments
@@ -112,8 +113,14 @@ def compile(source: str, arch: str = "sm_90", options=(), name_expressions=()) -
         with compile_cache.miss_lock(_cache, "cuda", key):   # one compile per node
             prog = _load_cached(key, source, arch, options, name_expressions, lib.version)
             if prog is None:
-                prog = _compile(lib, key, source, arch, options, name_expressions, headers,
-                                pre)
+                try:
+                    prog = _compile(lib, key, source, arch, options, name_expressions,
+                                    headers, pre)
+                except CompileError as exc:   # texture references: say what to do
+                    better = texture_refs.explain(exc, source, "NVRTC")
+                    if better is exc:
+                        raise
+                    raise better from None
     return prog
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ... import cache as cache_mod, cuda_version
+from ... import cache as cache_mod, cuda_version, texture_refs
 from ...options import check_hiprtc
 from ...host_code import device_part
 from ...errors import CompileError
@@ -146,7 +146,13 @@ def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) 
         with compile_cache.miss_lock(_cache, "hip", key):   # one compile per node
             prog = _load_cached(key, source, arch, options, name_expressions)
             if prog is None:
-                prog = _compile(lib, key, source, arch, options, name_expressions, headers)
+                try:
+                    prog = _compile(lib, key, source, arch, options, name_expressions, headers)
+                except CompileError as exc:   # texture references: say what to do
+                    better = texture_refs.explain(exc, source, "hiprtc")
+                    if better is exc:
+                        raise
+                    raise better from None
     return prog
 
 
