@@ -95,6 +95,16 @@ namespace detail {
 
 constexpr int warp_threads = 32;
 
+/* The serial part of a collective, which one thread runs, and the checks:
+ * out of line and at -O1 (a call costs nothing next to the barriers around
+ * it; inlined and vectorised into every kernel they made each instantiation
+ * slower to compile). */
+#if defined(__clang__)
+#define QL_CUB_OUTLINE __attribute__((noinline))
+#else
+#define QL_CUB_OUTLINE __attribute__((noinline, optimize("O1")))
+#endif
+
 /* CUB's row-major thread rank for a block of DX x DY x DZ threads. */
 template <int DX, int DY, int DZ> QL_FN int block_tid(void) {
     return (DZ == 1 ? 0 : (int)threadIdx.z * DX * DY) + (DY == 1 ? 0 : (int)threadIdx.y * DX) +
@@ -105,7 +115,7 @@ template <int DX, int DY, int DZ> QL_FN int block_tid(void) {
  * launch has another number of threads (the extra ones race on the storage,
  * the missing ones leave it unwritten, or the barrier deadlocks): here it is
  * a LaunchError naming the primitive. */
-QL_FN void check_block(const char *what, int threads) {
+QL_CUB_OUTLINE static void check_block(const char *what, int threads) {
     const unsigned n = blockDim.x * blockDim.y * blockDim.z;
     if (n != (unsigned)threads) {
         ql_report(QL_CPU_ERROR_LAUNCH_FAILED,
@@ -144,9 +154,10 @@ template <int L> struct logical_warp {
     }
 };
 
+
 /* The tree order of CUB's shuffle reductions: at step s, rank i (a multiple
  * of 2s) takes rank i + s when that rank is valid. v[0] ends as the total. */
-template <class T, class Op> QL_FN T tree_reduce(T *v, int n, Op op) {
+template <class T, class Op> QL_CUB_OUTLINE static T tree_reduce(T *v, int n, Op op) {
     for (int s = 1; s < n; s *= 2)
         for (int i = 0; i + s < n; i += 2 * s) v[i] = op(v[i], v[i + s]);
     return v[0];

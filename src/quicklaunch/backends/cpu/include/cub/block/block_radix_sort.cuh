@@ -88,7 +88,7 @@ class BlockRadixSort {
         return shared.Alias();
     }
 
-    void sort_all(int begin_bit, int end_bit, bool descending) {
+    QL_CUB_OUTLINE void sort_all(int begin_bit, int end_bit, bool descending) {
         int from = 0;
         for (int lo = begin_bit; lo < end_bit; lo += 8) {
             const int width = end_bit - lo < 8 ? end_bit - lo : 8;

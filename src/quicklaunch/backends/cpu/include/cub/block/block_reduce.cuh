@@ -49,7 +49,7 @@ class BlockReduce {
         return shared.Alias();
     }
 
-    template <class Op> static T combine(T *v, int valid, Op op) {
+    template <class Op> QL_CUB_OUTLINE static T combine(T *v, int valid, Op op) {
         if (Algorithm == BLOCK_REDUCE_WARP_REDUCTIONS) {
             T total = detail::tree_reduce(v, valid < 32 ? valid : 32, op);
             for (int w = 32; w < valid; w += 32) {

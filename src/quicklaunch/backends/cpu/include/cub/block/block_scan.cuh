@@ -53,6 +53,17 @@ class BlockScan {
         T operator()(const T &a) const { return a; }
     };
 
+    /* Thread 0: the partials to exclusive prefixes, left to right. */
+    template <class Op> QL_CUB_OUTLINE static void scan_partials(_TempStorage &s, Op op) {
+        T run = s.prefix[0];
+        for (int i = 1; i < BLOCK_THREADS; i++) {
+            T next = s.prefix[i];
+            s.prefix[i] = run;
+            run = op(run, next);
+        }
+        s.aggregate = run;
+    }
+
     /* What the thread's items are to be prefixed with: *prefix, and whether
      * there is one (thread 0 without an initial value or a callback has
      * none). Mode: 0 none, 1 initial value, 2 callback. */
@@ -62,15 +73,7 @@ class BlockScan {
         detail::check_block("cub::BlockScan", BLOCK_THREADS);
         storage.prefix[tid] = partial;
         __syncthreads();
-        if (tid == 0) {
-            T run = storage.prefix[0];
-            for (int i = 1; i < BLOCK_THREADS; i++) {
-                T next = storage.prefix[i];
-                storage.prefix[i] = run;
-                run = op(run, next);
-            }
-            storage.aggregate = run;
-        }
+        if (tid == 0) scan_partials(storage, op);
         __syncthreads();
         if (aggregate) *aggregate = storage.aggregate;
         T seed;
