@@ -5,7 +5,8 @@ be reached uniformly, this pass writes a second, per-block version of the
 kernel (MCUDA's "deep fission"): the body split at each barrier into
 regions, each region a loop over the block's threads (x fastest, threadIdx
 set per iteration); locals used in more than one region replicated per
-thread (scratch arrays of blockDim size); `__shared__` variables and
+thread (scratch arrays of blockDim size; a local fixed-size array is its
+thread's row of such scratch, by reference); `__shared__` variables and
 block-uniform constants hoisted to the function, so they stay one per block;
 uniform loops and branches holding barriers run once per block around their
 region loops; an early `return` marks the thread exited (later regions skip
@@ -71,7 +72,7 @@ def identity() -> str:
         v = version("libclang")
     except Exception:
         v = "?"
-    return f"fission=libclang-{v}-pass-10"
+    return f"fission=libclang-{v}-pass-11"
 
 
 @dataclass
@@ -903,9 +904,14 @@ class _Kernel:
             t = v.type
             if t.kind in (self.ci.TypeKind.LVALUEREFERENCE, self.ci.TypeKind.RVALUEREFERENCE):
                 raise Refuse(f"reference '{v.spelling}' live across a barrier")
-            if t.kind in (self.ci.TypeKind.CONSTANTARRAY, self.ci.TypeKind.INCOMPLETEARRAY,
-                          self.ci.TypeKind.VARIABLEARRAY, self.ci.TypeKind.DEPENDENTSIZEDARRAY):
-                raise Refuse(f"array '{v.spelling}' live across a barrier")
+            if t.kind == self.ci.TypeKind.CONSTANTARRAY:
+                # replicated as an array per thread, reached by reference
+                if t.element_type.is_const_qualified():
+                    raise Refuse(f"const array '{v.spelling}' live across a barrier")
+            elif t.kind in (self.ci.TypeKind.INCOMPLETEARRAY, self.ci.TypeKind.VARIABLEARRAY,
+                            self.ci.TypeKind.DEPENDENTSIZEDARRAY):
+                raise Refuse(f"array '{v.spelling}' of a size known only at run time "
+                             f"live across a barrier")
             sp = t.spelling
             if "(anonymous" in sp or "(unnamed" in sp or "lambda" in sp or \
                     re.search(r"\bauto\b", sp):
@@ -948,6 +954,8 @@ class _Kernel:
                     raise Refuse(f"local '{v.spelling}' declared through a macro")
                 after = self.src.text(names[0].extent.end.offset, st.extent.end.offset).strip()
                 i = self.index[v.hash]
+                if self.is_array(v):
+                    return self.replicated_array_decl(v, i, inits, after, ed)
                 if not inits:
                     if not after.startswith((";", ",")):
                         raise Refuse(f"local '{v.spelling}' initialised in a way the pass "
@@ -962,6 +970,29 @@ class _Kernel:
                 ia, ib = init.extent.start.offset, init.extent.end.offset
                 inner = {k: val for k, val in ed.items() if ia <= k[0] and k[1] <= ib}
                 return f"__ql_T{i} {v.spelling} = ({self.apply(ia, ib, inner)});"
+
+    def is_array(self, v) -> bool:
+        return v.type.kind == self.ci.TypeKind.CONSTANTARRAY
+
+    def replicated_array_decl(self, v, i, inits, after, ed) -> str:
+        """A replicated array is its thread's row of the scratch, by
+        reference (an array cannot be copied in and out as scalars are);
+        an initialiser fills the row once, where the declaration was."""
+        ref = f"__ql_T{i} &{v.spelling} = __ql_r{i}[__ql_t];"
+        # the children are the dimensions' expressions, then the initialiser
+        inits = [c for c in inits if _strip(c).kind == self.CK.INIT_LIST_EXPR]
+        after = re.sub(r"^(\s*\[[^\]]*\])+", "", after).strip()   # the dimensions
+        if not inits:
+            if not after.startswith((";", ",")):
+                raise Refuse(f"array '{v.spelling}' initialised in a way the pass cannot read")
+            return ref
+        if not after.startswith("="):
+            raise Refuse(f"array '{v.spelling}' initialised in a way the pass cannot read "
+                         f"(not `= {{...}}`)")
+        ia, ib = inits[0].extent.start.offset, inits[0].extent.end.offset
+        inner = {k: val for k, val in ed.items() if ia <= k[0] and k[1] <= ib}
+        return (f"{{ const __ql_T{i} __ql_init{i} = {self.apply(ia, ib, inner)}; "
+                f"__builtin_memcpy(__ql_r{i}[__ql_t], __ql_init{i}, sizeof(__ql_T{i})); }} {ref}")
 
     def apply(self, a, b, edits) -> str:
         out, pos = [], a
@@ -980,12 +1011,15 @@ class _Kernel:
         locals are copied in at the start and out at the end (a register in
         the loop, not memory that the kernel's pointers might alias)."""
         order = sorted(names_used, key=lambda h: self.index[h])
-        refs = "".join(f"__ql_T{self.index[h]} {self.replicated[h].spelling} = "
-                       f"__ql_r{self.index[h]}[__ql_t]; " for h in order)
-        if write:
+        refs = "".join(f"__ql_T{self.index[h]} "
+                       f"{'&' if self.is_array(self.replicated[h]) else ''}"
+                       f"{self.replicated[h].spelling} = __ql_r{self.index[h]}[__ql_t]; "
+                       for h in order)
+        if write:   # arrays are the scratch itself: nothing to copy out
             outs = "".join(f" __ql_r{self.index[h]}[__ql_t] = {self.replicated[h].spelling};"
                            for h in sorted(set(names_used) | set(declared),
-                                           key=lambda h: self.index[h]))
+                                           key=lambda h: self.index[h])
+                           if not self.is_array(self.replicated[h]))
             body_text = body_text + "\n" + outs
         skip = "if (__ql_exited[__ql_t]) continue; " if self.returns else ""
         tail = f" __ql_next{rid}:;" if self.returns else ""
