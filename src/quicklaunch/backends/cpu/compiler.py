@@ -23,7 +23,7 @@ from ...cache_lock import miss_lock
 from ...host_code import device_part
 from ...signature import (KernelDecl, SignatureError, kernel_expressions, parse_kernels,
                           strip_comments)
-from ... import cuda_version, texture_refs
+from ... import compile_hints, cuda_version
 from . import fission, loader, scan, shifts, tiers, toolchain
 
 FORMAT = "cpu-module-14"
@@ -247,8 +247,8 @@ def build(source: str, options: tuple[str, ...], name_expressions: tuple[str, ..
                     try:
                         built = _build(key, source, options, name_expressions, debug,
                                        origin, filename, first_line, cc)
-                    except CompileError as exc:   # texture references: say what to do
-                        better = texture_refs.explain(exc, source, "the CPU device")
+                    except CompileError as exc:   # what it means (compile_hints.py)
+                        better = compile_hints.explain(exc, source, "the CPU device")
                         if better is exc:
                             raise
                         raise better from None

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ... import cache as cache_mod, texture_refs
+from ... import cache as cache_mod, compile_hints
 from ...errors import CompileError
 from ...options import check_nvrtc
 from ...host_code import device_part
@@ -116,8 +116,8 @@ def compile(source: str, arch: str = "sm_90", options=(), name_expressions=()) -
                 try:
                     prog = _compile(lib, key, source, arch, options, name_expressions,
                                     headers, pre)
-                except CompileError as exc:   # texture references: say what to do
-                    better = texture_refs.explain(exc, source, "NVRTC")
+                except CompileError as exc:   # what it means (compile_hints.py)
+                    better = compile_hints.explain(exc, source, "NVRTC")
                     if better is exc:
                         raise
                     raise better from None
@@ -133,15 +133,18 @@ def implicit_includes(source: str, name_expressions=()) -> list[str]:
 def _compile(lib, key, source, arch, options, name_expressions, headers, pre=()) -> Program:
     decls, exprs, given = expressions.to_reflect(source, options, name_expressions)
     full = [f"-arch={arch}", *pre, *options]
+    bundled = []
     if (pre or _INCLUDE.search(strip_comments(source))
             or any(o.startswith(_PRE_INCLUDE) for o in options)):
-        full += lib.bundled_include(_cache)
+        bundled = lib.bundled_include(_cache)
+        full += bundled
     command = ("nvrtc", *full)
     result, exprs = expressions.compile_dropping_removed(
         lambda exprs: lib.compile(source + reflect.tables(exprs), FILENAME, full, headers,
                                   exprs, cubin=arch.startswith("sm_")),
         exprs, given, _reflection_errors, nvrtc.COMPILATION, "NVRTC", arch,
-        lambda what, log, exprs: _LOG.error(what, log, source, options, command, exprs))
+        lambda what, log, exprs: _LOG.error(what, _bundled_named(log, bundled), source,
+                                            options, command, exprs))
     try:
         kernels = _reflect(result, decls, exprs)
     except reflect.ReflectError as exc:
@@ -151,6 +154,14 @@ def _compile(lib, key, source, arch, options, name_expressions, headers, pre=())
                    result.log, kernels, lib.version)
     _store(key, prog)
     return prog
+
+
+def _bundled_named(log: str, bundled: list[str]) -> str:
+    """The log with the cache folder NVRTC's bundled headers were extracted
+    to shown as <nvrtc>/ (a header's place, not a path into the cache)."""
+    for opt in sorted(bundled, key=len, reverse=True):
+        log = log.replace(opt[2:].rstrip("/") + "/", "<nvrtc>/")
+    return log
 
 
 def _reflect(result, decls, exprs) -> list[KernelInfo]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ... import cache as cache_mod, cuda_version, texture_refs
+from ... import cache as cache_mod, compile_hints, cuda_version
 from ...options import check_hiprtc
 from ...host_code import device_part
 from ...errors import CompileError
@@ -148,8 +148,8 @@ def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) 
             if prog is None:
                 try:
                     prog = _compile(lib, key, source, arch, options, name_expressions, headers)
-                except CompileError as exc:   # texture references: say what to do
-                    better = texture_refs.explain(exc, source, "hiprtc")
+                except CompileError as exc:   # what it means (compile_hints.py)
+                    better = compile_hints.explain(exc, source, "hiprtc")
                     if better is exc:
                         raise
                     raise better from None

@@ -10,11 +10,15 @@
 #endif
 #endif
 #ifdef QL_NVRTC_HAVE_CCCL_CSTDINT
+/* C++ linkage for CCCL's templates when a source includes <stdint.h> inside
+ * extern "C" { } (C headers may be; the CPU device's and hiprtc's are) */
+extern "C++" {
 #include <cuda/std/cstdint>
 using cuda::std::int8_t; using cuda::std::int16_t; using cuda::std::int32_t;
 using cuda::std::int64_t; using cuda::std::uint8_t; using cuda::std::uint16_t;
 using cuda::std::uint32_t; using cuda::std::uint64_t; using cuda::std::intptr_t;
 using cuda::std::uintptr_t; using cuda::std::intmax_t; using cuda::std::uintmax_t;
+}
 #else
 typedef signed char int8_t;
 typedef short int16_t;
