@@ -4,7 +4,8 @@ and how to move to texture objects (docs/textures.md).
 
 Looked for only when a compile has failed (no cost otherwise, and a source
 with a `texture` template of its own that compiles is nobody's business):
-each device's compile path passes its CompileError through `explain`.
+each device's compile path passes its CompileError through
+compile_hints.explain, which asks `explain` here first.
 """
 from __future__ import annotations
 
