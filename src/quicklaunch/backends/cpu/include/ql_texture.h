@@ -112,7 +112,7 @@ QL_FN void ql_tex_load(const ql_texture *t, int x, int y, int z, ql_texel *out) 
                 out->f[c] = s < -1.0f ? -1.0f : s;
             }
         } else {
-            out->f[c] = (float)v;
+            out->f[c] = t->format == 1 ? (float)(unsigned)v : (float)v;
         }
     }
 }
