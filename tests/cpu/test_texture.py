@@ -360,3 +360,12 @@ def test_graph_replays_read_the_texture_until_closed(mod):
     with pytest.raises(ql.LaunchError, match="not a live texture object"):
         g.replay()
         ql.device("cpu").synchronize()
+
+
+@pytest.mark.parametrize("ctype,is_texture", [
+    ("cudaTextureObject_t", True), ("const cudaTextureObject_t", True),
+    ("::cudaTextureObject_t", True), ("hipTextureObject_t", True),
+    ("unsigned long long", False), ("cudaTextureObject_t *", False), ("Tex", False)])
+def test_which_parameters_take_textures(ctype, is_texture):
+    from quicklaunch.elements import texture_element
+    assert (texture_element(ctype) is not None) == is_texture
