@@ -124,7 +124,15 @@ def test_portable_entry_is_chosen_when_native_cannot_run(folder, rng):
 def test_bytes_and_folder_bundles(tmp_path, rng):
     data = ql.build(SOURCE, ["cpu"], name_expressions=["fill<float>"])
     assert data[:4] == b"PK\x03\x04"
-    _check_kernels_subset(ql.load(data, device="cpu"), rng)
+    from_bytes = ql.load(data, device="cpu")
+    _check_kernels_subset(from_bytes, rng)
+    _check_kernels_subset(pickle.loads(pickle.dumps(from_bytes)), rng)   # travels as bytes
+    other = tmp_path / "other.zip"
+    with zipfile.ZipFile(other, "w") as z:
+        z.writestr("hello.txt", "not a bundle")
+    with pytest.raises(BundleError, match=r"the manifest: the file 'manifest.json' is "
+                                          r"missing"):
+        ql.load(other, device="cpu")
     out = ql.build(SOURCE, ["cpu"], str(tmp_path / "dir") + "/",
                    name_expressions=["fill<float>"], include_source=False)
     assert sorted(os.listdir(out)) == ["cpu", "manifest.json"]
