@@ -369,3 +369,16 @@ def test_graph_replays_read_the_texture_until_closed(mod):
 def test_which_parameters_take_textures(ctype, is_texture):
     from quicklaunch.elements import texture_element
     assert (texture_element(ctype) is not None) == is_texture
+
+
+def test_memcheck_build_checks_the_kernel_not_the_texture_unit():
+    m = ql.compile(TEXTURE_SOURCE, device="cpu", memcheck=True)
+    img = rng.random((5, 6), dtype=np.float32)
+    xs, ys = coords(40, -1, 7), coords(40, -1, 6)
+    out = poisoned(40)
+    t = ql.Texture(img, filter="linear")
+    m.sample2d[1, 64](t, xs, ys, out, 40)
+    close(out, fetch(img[..., None], (xs, ys), filter="linear")[:, 0])
+    with pytest.raises(ql.LaunchError, match=r"memcheck: invalid write .* parameter 4 'out'"), \
+            pytest.warns(ql.LaunchWarning, match="the array has 30 elements"):
+        m.sample2d[1, 64](t, xs, ys, out[:30], 40)     # the pointer-output form writes past

@@ -82,6 +82,13 @@ QL_FN bool ql_tex_float_result(const ql_texture *t) {
     return t->format == 2 || t->read_normalized;
 }
 
+/* Unaligned, aliasing loads of texel channels (plain loads, not memcpy,
+ * which a memcheck build replaces with its checked copy). */
+typedef float ql_tex_f32 __attribute__((may_alias, aligned(1)));
+typedef int ql_tex_i32 __attribute__((may_alias, aligned(1)));
+typedef short ql_tex_i16 __attribute__((may_alias, aligned(1)));
+typedef unsigned short ql_tex_u16 __attribute__((may_alias, aligned(1)));
+
 /* Reads texel (x, y, z), already in range, converted. */
 QL_FN void ql_tex_load(const ql_texture *t, int x, int y, int z, ql_texel *out) {
     const unsigned char *p = t->data + (size_t)z * t->slice_pitch + (size_t)y * t->row_pitch +
@@ -90,17 +97,17 @@ QL_FN void ql_tex_load(const ql_texture *t, int x, int y, int z, ql_texel *out) 
     for (unsigned c = 0; c < t->channels; ++c) {
         const unsigned char *q = p + c * t->channel_bytes;
         if (t->format == 2) {
-            if (t->channel_bytes == 4) { memcpy(&out->f[c], q, 4); }
-            else { unsigned short h; memcpy(&h, q, 2); out->f[c] = ql_h2f(h); }
+            if (t->channel_bytes == 4) out->f[c] = *(const ql_tex_f32 *)q;
+            else out->f[c] = ql_h2f(*(const ql_tex_u16 *)q);
             continue;
         }
         int v;
         switch (t->channel_bytes * 2 + (t->format == 1)) {
         case 2: v = *(const signed char *)q; break;
         case 3: v = *q; break;
-        case 4: { short s; memcpy(&s, q, 2); v = s; break; }
-        case 5: { unsigned short s; memcpy(&s, q, 2); v = s; break; }
-        default: memcpy(&v, q, 4);
+        case 4: v = *(const ql_tex_i16 *)q; break;
+        case 5: v = *(const ql_tex_u16 *)q; break;
+        default: v = *(const ql_tex_i32 *)q;
         }
         out->i[c] = v;
         if (t->read_normalized) {
@@ -239,14 +246,21 @@ QL_TEX_VECTOR(uint, unsigned int, i)
 #undef QL_TEX_SCALAR
 #undef QL_TEX_VECTOR
 
-template <class T> static inline T tex1Dfetch(cudaTextureObject_t h, int x) {
+/* Every read of a descriptor or of texels is in the QL_FN functions above
+ * (which a memcheck build does not instrument: the addressing keeps them in
+ * range); the templates below only convert and store. */
+QL_FN void ql_tex_fetch(cudaTextureObject_t h, int x, ql_texel *v) {
     const ql_texture *t = ql_tex(h);
-    ql_texel v;
     if (x < 0 || (unsigned)x >= t->extent[0]) {
-        for (unsigned c = 0; c < 4; ++c) { v.f[c] = 0.0f; v.i[c] = 0; }
+        for (unsigned c = 0; c < 4; ++c) { v->f[c] = 0.0f; v->i[c] = 0; }
     } else {
-        ql_tex_load(t, x, 0, 0, &v);
+        ql_tex_load(t, x, 0, 0, v);
     }
+}
+
+template <class T> static inline T tex1Dfetch(cudaTextureObject_t h, int x) {
+    ql_texel v;
+    ql_tex_fetch(h, x, &v);
     return ql_tex_result<T>::make(v);
 }
 template <class T> static inline T tex1D(cudaTextureObject_t h, float x) {
