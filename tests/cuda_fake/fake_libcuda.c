@@ -12,14 +12,15 @@
  * own primary context. The current context is per thread, as in the driver:
  * a fresh thread has none, and calls that need one return 201.
  *
- * Module images: PTX text (NUL-terminated, containing ".entry" or ".version")
- * or an ELF64 cubin. Kernel parameter lists come from the PTX .entry
+ * Module images: PTX text (NUL-terminated, containing ".entry" or ".version"),
+ * an ELF64 cubin, or a fatbin holding them. Kernel parameter lists come from the PTX .entry
  * declarations or from the cubin's .nv.info.<kernel> sections (EIATTR
  * KPARAM_INFO records, attribute 0x17, and KPARAM_INFO_V2, 0x45, which NVRTC
  * uses once a kernel has more than 4 KiB of parameters). Module globals
  * (PTX .global/.const, cubin OBJECT symbols) get zeroed fake device memory at
  * load, with the image's initialisers (address initialisers are left 0).
- * A cubin loads only on its own major arch with minor <= the device's (209).
+ * A cubin loads only on its own major arch with minor <= the device's (209). A fatbin loads the
+ * entry the driver would pick among its uncompressed ones (load_fatbin).
  *
  * Environment, read when it matters (so tests can change it between calls):
  *   FAKE_CUDA_DEVICES=N        device count, read by cuInit (default 1, max 8)
@@ -474,6 +475,36 @@ static CUresult load_cubin(Module *m, const unsigned char *img, int dev) {
     return r;
 }
 
+/* A fatbin (u32 magic 0xBA55ED50, u16 version, u16 header size, u64 size of the entries): the
+ * entry the driver would pick among those stored as is: the newest cubin this device runs (its
+ * own major, minor <= the device's), else the PTX of the newest arch <= the device's. Entry
+ * header: u16 kind (1 PTX, 2 cubin), u32 header size at 4, u64 padded payload size at 8, u32
+ * arch at 28, u64 flags at 40. Compressed entries (flags 0x2000 LZ4, 0x8000 zstd) are not
+ * decompressed here: a fatbin with nothing else this device runs fails with 209. */
+static CUresult load_fatbin(Module *m, const unsigned char *img, int dev) {
+    uint16_t hsize;
+    uint64_t total;
+    memcpy(&hsize, img + 6, 2), memcpy(&total, img + 8, 8);
+    if (hsize < 16 || total == 0 || total > (1ull << 30)) return E_IMAGE;
+    const unsigned char *best = NULL;
+    int best_kind = 0, best_rank = -1, have = cc_major * 10 + cc_minor;
+    for (uint64_t pos = hsize; pos + 48 <= hsize + total;) {
+        uint16_t kind;
+        uint32_t ehead, sm;
+        uint64_t padded, flags;
+        memcpy(&kind, img + pos, 2), memcpy(&ehead, img + pos + 4, 4), memcpy(&padded, img + pos + 8, 8);
+        memcpy(&sm, img + pos + 28, 4), memcpy(&flags, img + pos + 40, 8);
+        if (ehead < 48 || pos + ehead + padded > hsize + total) return E_IMAGE;
+        int runs = !(flags & 0xA000) && (kind == 2 ? (int)sm / 10 == cc_major && (int)sm % 10 <= cc_minor
+                                                   : kind == 1 && (int)sm <= have);
+        int rank = kind == 2 ? 1000 + (int)sm : (int)sm;
+        if (runs && rank > best_rank) best = img + pos + ehead, best_kind = kind, best_rank = rank;
+        pos += ehead + padded;
+    }
+    if (!best) return E_NOBINARY;
+    return best_kind == 2 ? load_cubin(m, best, dev) : load_ptx(m, (const char *)best, dev);
+}
+
 /* ---- modules ---- */
 static void free_module(Module *m) {
     for (int i = 0; i < m->nfuncs; i++) free(m->funcs[i].name), free(m->funcs[i].params);
@@ -492,6 +523,7 @@ static CUresult module_load(void **pm, const void *image) {
     if (!m) return E_OOM;
     m->ctx = current;
     CUresult r = !memcmp(image, "\x7f" "ELF", 4) ? load_cubin(m, image, current->device)
+               : !memcmp(image, "\x50\xed\x55\xba", 4) ? load_fatbin(m, image, current->device)
                : strstr(image, ".entry") || strstr(image, ".version") ? load_ptx(m, image, current->device)
                : E_IMAGE;
     if (r) return free_module(m), r;
