@@ -382,3 +382,25 @@ def test_memcheck_build_checks_the_kernel_not_the_texture_unit():
     with pytest.raises(ql.LaunchError, match=r"memcheck: invalid write .* parameter 4 'out'"), \
             pytest.warns(ql.LaunchWarning, match="the array has 30 elements"):
         m.sample2d[1, 64](t, xs, ys, out[:30], 40)     # the pointer-output form writes past
+
+
+TILED_TEXTURE_SOURCE = r"""
+extern "C" __global__ void row_pairs(cudaTextureObject_t t, float *out, int w) {
+    __shared__ float row[64];
+    int x = threadIdx.x;
+    row[x] = tex2D<float>(t, x + 0.5f, blockIdx.x + 0.5f);
+    __syncthreads();
+    float s = row[x] + (x > 0 ? row[x - 1] : 0.0f);
+    if (x < w) out[blockIdx.x * w + x] = s;
+}
+"""
+
+
+def test_fetches_in_a_kernel_with_barriers():
+    m = ql.compile(TILED_TEXTURE_SOURCE, device="cpu")
+    img = rng.random((3, 64), dtype=np.float32)
+    out = poisoned((3, 64))
+    m.row_pairs[3, 64](ql.Texture(img), out, 64)
+    want = img.copy()
+    want[:, 1:] += img[:, :-1]
+    np.testing.assert_array_equal(out, want)
