@@ -253,6 +253,15 @@ def test_buffer_source_and_data_kept_alive(mod):
     close(out, fetch(img[..., None], (xs, ys), filter="linear")[:, 0])
 
 
+def test_buffer_view_source(mod):
+    big = ql.asarray(rng.random(100, dtype=np.float32), device="cpu")
+    view = ql.Buffer(big.ptr + 40, (20,), np.dtype(np.float32), big.device, owner=big)
+    idx = np.arange(20, dtype=np.int32)
+    out = poisoned(20)
+    mod.fetch1d[1, 32](ql.Texture(view), idx, out, 20)
+    np.testing.assert_array_equal(out, big.numpy()[10:30])
+
+
 def test_strided_source_is_copied(mod):
     big = rng.random((10, 20), dtype=np.float32)
     view = big[::2, ::3]

@@ -25,7 +25,11 @@ class Descriptor(ctypes.Structure):
 
 def _host_array(data) -> np.ndarray:
     from ...memory import Buffer
-    arr = data.numpy() if isinstance(data, Buffer) else np.asarray(data)
+    if isinstance(data, Buffer):   # its memory, whatever owns it (the texture keeps data)
+        raw = (ctypes.c_char * data.nbytes).from_address(data.ptr)
+        arr = np.frombuffer(raw, data.dtype).reshape(data.shape)
+    else:
+        arr = np.asarray(data)
     if not arr.flags.c_contiguous or arr.ctypes.data % max(arr.dtype.alignment, 1):
         arr = np.ascontiguousarray(arr).copy()
     return arr
