@@ -253,3 +253,36 @@ def test_block_size_mismatch_is_a_launch_error(reduce_mod):
     with pytest.raises(ql.LaunchError, match=r"cub::BlockReduce in block \(0, 0, 0\).*declared "
                                              r"for 128 threads but the block has 64"):
         reduce_mod["reduce_128_warp"][1, 64](x, xf, *outs, 10)
+
+
+# A file-scope typedef and the kernel's own barrier: the fission pass sees
+# only calls into the library, whose barriers it cannot split, so the kernel
+# stays on fibers (it failed at the library's barrier as a thread loop).
+TYPEDEF_SOURCE = r"""
+#include <cub/block/block_reduce.cuh>
+typedef cub::BlockReduce<int, 64> Reduce64;
+
+extern "C" __global__ void twice(const int *x, int *out) {
+    __shared__ Reduce64::TempStorage temp;
+    const int v = x[blockIdx.x * 64 + threadIdx.x];
+    const int a = Reduce64(temp).Sum(v);
+    __syncthreads();
+    const int b = Reduce64(temp).Sum(v * v);
+    if (threadIdx.x == 0) {
+        out[2 * blockIdx.x] = a;
+        out[2 * blockIdx.x + 1] = b;
+    }
+}
+"""
+
+
+def test_typedef_kernel_stays_on_fibers(cpu):
+    mod = ql.compile(TYPEDEF_SOURCE, device=cpu)
+    assert mod.twice.tier == "fibers"
+    rng = np.random.default_rng(64)
+    x = rng.integers(-30, 30, 64 * GRID).astype(np.int32)
+    out = poisoned(2 * GRID, np.int32)
+    mod.twice[GRID, 64](x, out)
+    rows = x.reshape(GRID, 64).astype(np.int64)
+    want = np.stack([rows.sum(1), (rows ** 2).sum(1)], 1)
+    np.testing.assert_array_equal(out.reshape(GRID, 2), want)
