@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import quicklaunch as ql
-from quicklaunch.backends.cpu import compiler, shifts, toolchain
+from quicklaunch.backends.cpu import compiler, shift_macros, shifts, toolchain
 
 from .conftest import poisoned
 
@@ -75,6 +75,16 @@ extern "C" __global__ void pack64(const unsigned long long *v, const int *w, con
     int word = off[i] >> 6, bit = off[i] & 63;
     atomicOr(&words[word], val << bit);
     atomicOr(&words[word + 1], val >> (64 - bit));
+}
+
+// Macros with parenthesised counts are clamped in their #define.
+#define LOW_BITS(w) ((1u << (w)) - 1u)
+#define FUNNEL_RIGHT(lo, hi, n) (((lo) >> (n)) | ((hi) << (32 - (n))))
+extern "C" __global__ void macro_shifts(const unsigned *x, const int *n, unsigned *o, int m) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= m) return;
+    o[2 * i] = x[i] & LOW_BITS(n[i]);
+    o[2 * i + 1] = FUNNEL_RIGHT(x[i], x[(i + 1) % m], n[i]);
 }
 
 // A barrier kernel: the clamped shifts compose with region fission.
@@ -208,6 +218,19 @@ def test_bit_packing(mod, bits, kernel, dtype, m):
     assert bad.size == 0, f"{kernel}: word {bad[0]} {words[bad[0]]:#x} != {want[bad[0]]:#x}"
 
 
+@pytest.mark.parametrize("m", [1, 33, 130])
+def test_macros_with_parenthesised_counts(mod, m):
+    rng = np.random.default_rng(m + 5)
+    x = rng.integers(0, 2**32, m, dtype=np.uint64).astype(np.uint32)
+    n = counts(rng, m)
+    out = poisoned((m, 2), np.uint32)
+    mod.macro_shifts[(m + 63) // 64, 64](x, n, out, m)
+    low = x & (shl(np.ones(m, np.uint32), n, np.uint32) - np.uint32(1))
+    funnel = shr(x, n, np.uint32) | shl(np.roll(x, -1), 32 - n, np.uint32)
+    assert np.array_equal(out[:, 0], low)
+    assert np.array_equal(out[:, 1], funnel)
+
+
 @pytest.mark.parametrize("m", [1, 40, 64, 100])
 def test_barrier_kernel_keeps_fission(mod, m):
     rng = np.random.default_rng(m)
@@ -251,12 +274,25 @@ def test_rewrite_wraps_only_what_needs_it():
     r = _rewrite(src)
     lines = r.text.splitlines()
     assert len(lines) == len(src.splitlines())
+    assert lines[0] == "#define SH(x, n) ((x) << __ql_clamp((n)))"   # in its definition
+    assert lines[1] == "#define LOW a | b"
     assert lines[3] == "    x <<= __ql_clamp(n);"
     assert lines[4] == ("    return (x >> 3) + (c << 7) + (x << __ql_clamp(33)) + SH(x, n)"
                         " + (x << LOW)")
     assert lines[5] == "        + (x >> __ql_clamp(n + 1)) + (x << sizeof(int));"
-    assert (r.wrapped, r.lines) == (3, [4, 5, 6])
-    assert r.macro == 2     # SH's operator and LOW's spread count are left as written
+    assert (r.wrapped, r.lines, r.in_macros) == (3, [4, 5, 6], 1)
+    assert r.macro == 2     # SH's use (its #define is wrapped) and LOW's spread count
+
+
+def test_macro_rewrite_leaves_what_it_cannot_wrap_exactly():
+    src = ("#define BARE(x, n) ((x) << n)\n"              # n = a | b would change meaning
+           "#define LONGER(x, n) ((x) << (n) + 1)\n"      # the count is (n) + 1
+           "#define TEMPLATE(x) cast<vec<int>>(x)\n"      # closes template arguments
+           "#define IN_IF(w) (1 << (w))\n#if IN_IF(2) == 4\n#endif\n"
+           "#define SPLIT(x, n) \\\n    ((x) >> (n))\n")
+    out, n = shift_macros.rewrite(src)
+    assert n == 1
+    assert out == src.replace("    ((x) >> (n))", "    ((x) >> __ql_clamp((n)))")
 
 
 def test_rewrite_skips_sources_without_runtime_shifts():

@@ -29,8 +29,9 @@ from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 from ...signature import strip_comments
+from . import shift_macros
 
-PASS = "shifts-2"
+PASS = "shifts-3"
 ENV = "QUICKLAUNCH_CPU_CLAMP_SHIFTS"   # "0": shifts as the host does them (for measuring)
 WRAP = "__ql_clamp"
 _OPS = (b"<<=", b">>=", b"<<", b">>")
@@ -50,6 +51,7 @@ class Rewrite:
     text: str                       # the source with the counts wrapped
     wrapped: int = 0                # shifts rewritten
     macro: int = 0                  # shifts left alone: operator or count from a macro
+    in_macros: int = 0              # counts wrapped in #define bodies (shift_macros.py)
     why: str = ""                   # why nothing was analysed, when it was not
     lines: list = field(default_factory=list)   # 1-based source lines rewritten
 
@@ -143,9 +145,16 @@ def _parse(ci, body: str, cc: tuple[str, ...], compiler_path: str, cache):
 
 
 def rewrite(source: str, cc: tuple[str, ...], compiler_path: str, cache=None) -> Rewrite:
-    """`source` with every shift that needs it clamped as on the GPU."""
+    """`source` with every shift that needs it clamped as on the GPU: the
+    code's (below), then the #define bodies' (shift_macros.py)."""
     if not enabled():
         return Rewrite(source, why=f"{ENV}=0")
+    out = _rewrite_code(source, cc, compiler_path, cache)
+    out.text, out.in_macros = shift_macros.rewrite(out.text)
+    return out
+
+
+def _rewrite_code(source: str, cc, compiler_path: str, cache) -> Rewrite:
     if not candidates(source):
         return Rewrite(source, why="no shift with a run-time or out-of-range count")
     from . import fission
