@@ -121,7 +121,12 @@ def create(dev, spec):
     try:
         backend.call(lambda: backend.driver.cuTexObjectCreate(byref(handle), byref(res),
                                                               byref(tex), None),
-                     f"cuTexObjectCreate({spec.memory}, {spec.dtype} x {spec.channels})")
+                     f"cuTexObjectCreate({spec.memory}, "
+                     f"{'x'.join(map(str, spec.extent[:spec.dims]))} texels of {spec.dtype} x "
+                     f"{spec.channels})",
+                     hint="check the extents against the device's texture limits "
+                          "(maxTexture1DLinear, maxTexture2DLinear, maxTexture1D/2D/3D for "
+                          "arrays)")
     except BaseException:
         destroy(dev, 0, keep)
         raise
