@@ -1,0 +1,6 @@
+/* cub::BlockExchange for hiprtc: a compile error naming it (ql_cub_refused.h). */
+#undef QL_CUB_PRIMITIVE
+#undef QL_CUB_HEADER
+#define QL_CUB_PRIMITIVE "cub::BlockExchange"
+#define QL_CUB_HEADER "<cub/block/block_exchange.cuh>"
+#include "../ql_cub_refused.h"

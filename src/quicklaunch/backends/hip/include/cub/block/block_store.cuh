@@ -1,0 +1,6 @@
+/* cub::BlockStore for hiprtc: a compile error naming it (ql_cub_refused.h). */
+#undef QL_CUB_PRIMITIVE
+#undef QL_CUB_HEADER
+#define QL_CUB_PRIMITIVE "cub::BlockStore"
+#define QL_CUB_HEADER "<cub/block/block_store.cuh>"
+#include "../ql_cub_refused.h"
