@@ -29,7 +29,7 @@ from ..gpu.diagnostics import LogStyle
 from ..gpu.headers import headers as gpu_headers
 from ..gpu.kernel_table import KernelInfo, ParamInfo
 from ..gpu.reflect import REFLECT_FILE
-from . import elf, hiprtc, metadata
+from . import clamp, elf, hiprtc, metadata
 from .worker import CompilerCrash
 
 __all__ = ["Program", "KernelInfo", "ParamInfo", "compile", "wave_size"]
@@ -140,7 +140,7 @@ def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) 
     headers = gpu_headers(INCLUDE_DIR)
     key = compile_cache.key(FORMAT, source, options, name_expressions, arch,
                             f"hiprtc {lib.version} {lib.path} comgr {lib.comgr_version} "
-                            f"{cuda_version.prelude(options)}", headers)
+                            f"{cuda_version.prelude(options)} {clamp.identity()}", headers)
     prog = _load_cached(key, source, arch, options, name_expressions)
     if prog is None:
         with compile_cache.miss_lock(_cache, "hip", key):   # one compile per node
@@ -157,6 +157,19 @@ def compile(source: str, arch: str = "gfx90a", options=(), name_expressions=()) 
 
 
 def _compile(lib, key, source, arch, options, name_expressions, headers) -> Program:
+    body = clamp.clamped(source, options)   # shifts as CUDA clamps them
+    try:
+        return _compile_body(lib, key, source, body, arch, options, name_expressions, headers)
+    except CompileError as exc:
+        if body == source or "__ql_clamp" not in exc.message:
+            raise
+        # a gap in the shift rewrite, not the user's error: compiled as written
+        return _compile_body(lib, key, source, source, arch, options, name_expressions,
+                             headers)
+
+
+def _compile_body(lib, key, source, body, arch, options, name_expressions,
+                  headers) -> Program:
     decls, exprs, given = expressions.to_reflect(source, options, name_expressions)
     std = [] if any(o.startswith(("-std=", "--std=", "-std ")) for o in options) else [DEFAULT_STD]
     full = [f"--offload-arch={arch}", *std, *options]
@@ -166,7 +179,7 @@ def _compile(lib, key, source, arch, options, name_expressions, headers) -> Prog
             f'#line 1 "{FILENAME}"\n')
 
     def run(exprs):
-        text = head + source + reflect.tables(exprs) + _addresses(exprs)
+        text = head + body + reflect.tables(exprs) + _addresses(exprs)
         try:
             return lib.compile(text, FILENAME, full, headers, [])
         except CompilerCrash as exc:

@@ -1,4 +1,5 @@
-/* ql_shift.h: CUDA's shift semantics for the quicklaunch CPU device.
+/* ql_shift.h: CUDA's shift semantics for the quicklaunch CPU device and
+ * hiprtc (the same file in backends/cpu/include and backends/hip/include).
  *
  * On an NVIDIA GPU `x << n` and `x >> n` compile to PTX shl/shr, whose
  * count is an unsigned 32-bit value (a 64-bit count is truncated to its low
@@ -20,7 +21,13 @@
 #ifndef QL_SHIFT_H
 #define QL_SHIFT_H
 
-#define QL_SHIFT_FN constexpr inline __attribute__((always_inline, artificial))
+/* __host__ __device__: empty on the CPU device; on hiprtc (which gets the
+ * same file and rewrite: backends/hip/clamp.py) device code calls these. */
+#if defined(__clang__)
+#define QL_SHIFT_FN __host__ __device__ constexpr inline __attribute__((always_inline))
+#else
+#define QL_SHIFT_FN __host__ __device__ constexpr inline __attribute__((always_inline, artificial))
+#endif
 
 namespace ql_shift {
 

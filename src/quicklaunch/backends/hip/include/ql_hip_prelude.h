@@ -68,6 +68,7 @@ typedef __PTRDIFF_TYPE__ ptrdiff_t;
 #include "ql_hip_cache_hints.h"
 #include "ql_hip_minmax.h"
 #include "ql_hip_texture.h"   /* cudaTextureObject_t */
+#include "ql_shift.h"   /* x << __ql_clamp(n): shifts clamped as CUDA's (clamp.py) */
 
 namespace ql_hip {
 /* __nanosleep: s_sleep N waits about 64 * N clocks (roughly 30-60 ns); the
