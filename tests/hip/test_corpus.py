@@ -41,6 +41,15 @@ EXCLUDED = {   # source -> (reason, what the compiler says)
                                  "block_tile_memory, cooperative_groups/scan.h): HIP's "
                                  "cooperative groups stop at one wavefront",
                                  "'cooperative_groups/scan.h' file not found"),
+    **{case: ("CUB's collectives: hiprtc has no CUB and quicklaunch does not map it to hipCUB "
+              "(docs/cccl.md)", f"quicklaunch HIP: {what} (<cub/{header}>) is not available")
+       for case, what, header in (
+           ("test_cub.REDUCE_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),
+           ("test_cub.TYPEDEF_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),
+           ("test_cub.SCAN_SOURCE", "cub::BlockScan", "block/block_scan.cuh"),
+           ("test_cub_warp.WARP_SOURCE", "cub::WarpReduce", "warp/warp_reduce.cuh"),
+           ("test_cub_warp.LOADSTORE_SOURCE", "cub::BlockLoad", "block/block_load.cuh"),
+           ("test_cub_sort.SORT_SOURCE", "cub::BlockRadixSort", "block/block_radix_sort.cuh"))},
 }
 WAVE64_EXCLUDED = {   # source -> the 32-lane warp code in it
     "test_corpus.REDUCE_SOURCE": "__shfl_down_sync(0xffffffff, ...) warp reductions",
