@@ -120,6 +120,14 @@ __global__ void faulting(int **p, int *out) {
     out[threadIdx.x] = *p[s[threadIdx.x]];
 }
 
+// A shuffle reached by the whole block: a boundary like a barrier.
+__global__ void shuffled(int *out) {
+    __shared__ int s[64];
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    out[threadIdx.x] = __shfl_down_sync(0xffffffffu, s[threadIdx.x], 1);
+}
+
 // Must stay on fibers:
 __global__ void under_tid(int *out) {
     if (threadIdx.x < 16) __syncthreads();
@@ -135,19 +143,13 @@ __global__ void in_callee(int *out) {
     out[threadIdx.x] = 1;
     helper_sync();
 }
-__global__ void shuffled(int *out) {
-    __shared__ int s[64];
-    s[threadIdx.x] = threadIdx.x;
-    __syncthreads();
-    out[threadIdx.x] = __shfl_down_sync(0xffffffffu, s[threadIdx.x], 1);
-}
 """
 
-FISSION = ["tree", "samples<512>", "matmul", "early", "votes", "rounds", "checked", "faulting"]
+FISSION = ["tree", "samples<512>", "matmul", "early", "votes", "rounds", "checked", "faulting",
+           "shuffled"]
 FIBERS = {"under_tid": "thread-dependent condition (threadIdx)",
-          "divergent": "'__syncwarp'",
-          "in_callee": "called function 'helper_sync'",
-          "shuffled": "'__shfl_down_sync'"}
+          "divergent": "thread-dependent condition",
+          "in_callee": "called function 'helper_sync'"}
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,5 @@
 """Region fission changes speed, never results (issue 15, item 2): every
-barrier kernel of the CPU test corpus (each *SOURCE string of tests/cpu/,
+barrier or warp-function kernel of the CPU test corpus (each *SOURCE string of tests/cpu/,
 collected as tests/nvrtc/test_corpus.py does) that the fission pass accepts
 runs in both tiers, fission and fibers (QUICKLAUNCH_CPU_FISSION=0), on the
 same inputs; every output array must match bit for bit, and a launch that
@@ -72,7 +72,8 @@ def _compile(case, fission: bool, monkeypatch):
 
 def _cases():
     return sorted(c for c, s in SOURCES.items()
-                  if re.search(r"__syncthreads|\.sync\(\)|cg::sync", s))
+                  if re.search(r"__syncthreads|\.sync\(\)|cg::sync|__shfl\w*_sync|"
+                               r"__ballot_sync|__any_sync|__all_sync|__syncwarp", s))
 
 
 def _element(ctype: str, expr: str) -> str:

@@ -162,12 +162,15 @@ def user_body(source: str, filename: str, first_line: int = 1) -> str:
 
 def translation_unit(source: str, exprs: list[str], filename: str, first_line: int = 1,
                      kernel_tiers: dict[str, int] | None = None,
-                     fission_code: str = "", fission_rows: dict[str, str] | None = None) -> str:
+                     fission_code: str = "", fission_rows: dict[str, str] | None = None,
+                     fission_warps: frozenset = frozenset()) -> str:
     """The C++ the host compiler sees: shim, the user's source with line
     numbers of its own, then one table row per kernel expression (with the
     tier it runs in; 1 when not given). Kernels in `fission_rows` run their
     generated per-block function (fission.py; `fission_code`, after the
-    user's source, with #line directives back to the user's lines)."""
+    user's source, with #line directives back to the user's lines); those in
+    `fission_warps` use warp functions and run blocks that are not whole warps
+    on fibers."""
     kernel_tiers = kernel_tiers or {}
     fission_rows = fission_rows or {}
     entries, rows = [], []
@@ -176,8 +179,10 @@ def translation_unit(source: str, exprs: list[str], filename: str, first_line: i
         if g is None:
             rows.append(f'QL_KERNEL("{e}", {min(kernel_tiers.get(e, 1), 2)}, &{e})\n')
         else:
-            entries.append(f"typedef ::ql_export::fission<decltype(&{g}), &{g}> "
-                           f"__ql_fission_entry_{i};\n")
+            entries.append(
+                f"typedef ::ql_export::fission_warps<decltype(&{g}), &{g}, decltype(&{e}), "
+                f"&{e}> __ql_fission_entry_{i};\n" if e in fission_warps else
+                f"typedef ::ql_export::fission<decltype(&{g}), &{g}> __ql_fission_entry_{i};\n")
             rows.append(f'QL_KERNEL_FISSION("{e}", __ql_fission_entry_{i}, &{e})\n')
     body = user_body(source, filename, first_line)
     generated = (f"{fission_code}\n#line 1 \"<quicklaunch kernel table>\"\n"
@@ -398,7 +403,7 @@ def _compile_body(body, key, source, options, exprs, meta, debug, origin, filena
     for it): the shared object's bytes."""
     plan = _fission_plan(body, exprs, meta, filename, first_line, cc, debug)
     tu = translation_unit(body, exprs, filename, first_line, meta["tiers"], plan.code,
-                          plan.rows)
+                          plan.rows, frozenset(getattr(plan, "warps", ())))
     try:
         return _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
                         shown=options, logs=logs)

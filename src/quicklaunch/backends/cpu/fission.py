@@ -11,13 +11,17 @@ block-uniform constants hoisted to the function, so they stay one per block;
 uniform loops and branches holding barriers run once per block around their
 region loops; an early `return` marks the thread exited (later regions skip
 it and barriers count only live threads, as the fibers do);
-`__syncthreads_count/_and/_or` are reductions between two regions.
+`__syncthreads_count/_and/_or` are reductions between two regions; warp
+shuffles and votes reached by the whole block are boundaries too, their
+operands stored per thread before and their results read by CUDA's lane
+rules after (fission_warp.py).
 
 The front end is libclang (the PyPI `libclang` wheel, imported lazily): the
 shim is parsed once into a precompiled header kept in the compile cache, so
 a kernel parses in ~10 ms. The pass is conservative: whatever it cannot
 prove (a barrier under a thread-dependent condition, in a called function,
-in a macro, inside do/switch; warp functions and tiles; goto; lambdas; a
+in a macro, inside do/switch; warp functions under a condition that is not
+block-uniform or with a partial mask; tiles; goto; lambdas; a
 modified parameter; the address of a local that could outlive its region;
 ...) leaves that kernel on fibers, with the reason recorded. The generated
 code is text taken from the user's source, with `#line` directives back to
@@ -35,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...signature import TIER2_NAMES
+from . import fission_warp
 
 ENV = "QUICKLAUNCH_CPU_FISSION"   # "0": every barrier kernel runs as fibers
 MAX_THREADS = 1024
@@ -72,13 +77,14 @@ def identity() -> str:
         v = version("libclang")
     except Exception:
         v = "?"
-    return f"fission=libclang-{v}-pass-11"
+    return f"fission=libclang-{v}-pass-12"
 
 
 @dataclass
 class Result:
     tiers: dict = field(default_factory=dict)     # expr -> ("fission"|"fibers", reason)
     rows: dict = field(default_factory=dict)      # expr -> the fission function's expression
+    warps: set = field(default_factory=set)       # exprs whose fission uses warp functions
     code: str = ""                                 # the generated functions
     parse_s: float = 0.0
 
@@ -161,7 +167,7 @@ _ALLOWED_CG = {"this_thread_block", "cooperative_groups"}
 # Fiber yields: a thread that waits for another one in its own region would
 # wait for ever in a thread loop.
 _YIELDS = {"__nanosleep"}
-_REFUSED = (TIER2_NAMES | _YIELDS) - _ALLOWED_CG - set(BARRIERS)
+_REFUSED = (TIER2_NAMES | _YIELDS) - _ALLOWED_CG - set(BARRIERS) - set(fission_warp.WARP_OPS)
 _UNIFORM_BUILTINS = {"blockIdx", "blockDim", "gridDim", "warpSize", "__ql_dyn_shared"}
 _LINE = re.compile(rb'^[ \t]*#[ \t]*line[ \t]+(\d+)', re.M)
 
@@ -230,6 +236,8 @@ class _Kernel:
         self.body = bodies[0]
         self.regions = 0
         self.barriers = 0
+        self.warp_ops: dict = {}       # barrier id -> fission_warp.WarpOp
+        self.warp_calls = 0            # warp functions, __syncwarp included
         self.uniform: set = set()      # hashes of uniform variables
         self.shared: set = set()       # hashes of __shared__ variables
         self.hoisted: list = []        # DECL_STMT cursors hoisted to the function
@@ -275,6 +283,8 @@ class _Kernel:
         ref = c.referenced
         if name in BARRIERS:
             return BARRIERS[name] or "plain"
+        if fission_warp.is_warp_call(c):
+            return "warp"
         if name == "sync":
             if ref is not None and ref.semantic_parent is not None \
                     and ref.semantic_parent.spelling == "thread_block":
@@ -580,6 +590,9 @@ class _Kernel:
                                    prev_barrier=True)
         if self.barriers == 0:
             raise Refuse("no barrier found where expected")
+        if self.warp_calls and self.returns:
+            raise Refuse("an early return in a kernel with warp functions (its exited lanes "
+                         "are the fibers' to report)")
         self.finish_locals()
 
     def hoist(self, st):
@@ -627,10 +640,14 @@ class _Kernel:
                     prid = self.new_region()
                     self.scan_region(pred, prid, top=False)
                 items.append(("barrier", kind, pred, bid, prid))
+                if kind == "warp":
+                    self.warp_ops[bid] = self.pending_warp
                 if kind != "plain" and not (call.hash == _strip(st).hash):
                     # the statement using the result opens the next region
+                    res = fission_warp.result(self.warp_ops[bid], bid) if kind == "warp" \
+                        else f"__ql_b{bid}"
                     cur = ["region", self.new_region(), []]
-                    cur[2].append((st, {self.ext(call): f"__ql_b{bid}"}))
+                    cur[2].append((st, {self.ext(call): res}))
                     self.scan_region(st, cur[1], top=True, skip=call)
                     last_barrier = False
                 else:
@@ -657,6 +674,10 @@ class _Kernel:
         """(kind, call, pred-or-None) when `st` is a barrier statement."""
         CK = self.CK
         s = _strip(st)
+        if st.kind == CK.DECL_STMT or st.kind.is_expression():
+            warps = [d for d, _ in _walk(st) if self.is_barrier_call(d) == "warp"]
+            if warps:
+                return self.warp_stmt(st, s, warps[0])
         call = None
         if s.kind == CK.CALL_EXPR and self.is_barrier_call(s):
             call = s
@@ -700,6 +721,72 @@ class _Kernel:
         if n != 1:
             raise Refuse("two barriers in one statement")
         return kind, call, pred
+
+    def warp_stmt(self, st, s, call):
+        """(kind, call, operands) for a statement (an expression or one
+        declaration) holding one warp function anywhere in it: "plain" for
+        __syncwarp, else "warp" with the call as the operands' cursor. The
+        operands (value, lane argument) are evaluated in the boundary's thread
+        loop, the rest of the statement after it: so the operands may have no
+        side effect, and the rest may write none of what they read but the
+        statement's own target (`v += __shfl_down_sync(m, v, o)`)."""
+        CK = self.CK
+
+        def refuse(why):
+            raise Refuse(why)
+        if not hasattr(self, "macros"):
+            self.macros = fission_warp.object_macros(self.src.text(0, len(self.src.data)))
+        w = fission_warp.classify(call, refuse, self.macros)
+        self.warp_calls += 1
+        n = sum(1 for d, _ in _walk(st) if self.is_barrier_call(d))
+        if n != 1:
+            raise Refuse("two barriers or warp functions in one statement")
+        read = set()
+        for a in (w.value, w.arg):
+            if a is None:
+                continue
+            if not self.pure(a):
+                raise Refuse(f"an operand of '{w.name}' with a side effect or a call")
+            read |= {x.referenced.hash for x, _ in _walk(a)   # (the built-in coordinates
+                     if x.kind == CK.DECL_REF_EXPR and x.referenced is not None  # are
+                     and x.spelling not in _UNIFORM_BUILTINS | {"threadIdx"}}     # read-only)
+        target = None
+        if st.kind == CK.DECL_STMT:
+            vds = [v for v in st.get_children() if v.kind == CK.VAR_DECL]
+            if len(vds) != 1:
+                raise Refuse(f"'{w.name}' in a declaration of several variables")
+            target = vds[0].hash
+        elif s.kind in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR) and \
+                (s.kind == CK.COMPOUND_ASSIGNMENT_OPERATOR or self.binop(s) == "="):
+            lhs = _strip(_children(s)[0])
+            if lhs.kind == CK.DECL_REF_EXPR and lhs.referenced is not None:
+                target = lhs.referenced.hash
+        if (set(self.written_vars(st)) - {target}) & read:
+            raise Refuse(f"a statement with '{w.name}' that writes what its operands read")
+        if w.op is None:
+            if call.hash != s.hash:
+                raise Refuse("the result of __syncwarp used")
+            return "plain", call, None
+        if call.hash == s.hash:
+            raise Refuse(f"the result of '{w.name}' not used")
+        self.pending_warp = w
+        return "warp", call, call
+
+    def pure(self, e) -> bool:
+        """Whether expression `e` only reads: no call, assignment,
+        increment or decrement (a field read such as threadIdx.x is a read)."""
+        CK = self.CK
+        for x, _ in _walk(e):
+            if x.kind in (CK.CALL_EXPR, CK.COMPOUND_ASSIGNMENT_OPERATOR, CK.LAMBDA_EXPR,
+                          CK.CXX_NEW_EXPR, CK.CXX_DELETE_EXPR, CK.CXX_THROW_EXPR):
+                return False
+            if x.kind == CK.BINARY_OPERATOR and self.binop(x) == "=":
+                return False
+            if x.kind == CK.UNARY_OPERATOR:
+                toks = [t.spelling for t in x.get_tokens()]
+                if toks and (toks[0] in ("++", "--") or toks[-1] in ("++", "--")):
+                    return False
+        return True
 
     def header_parts(self, st):
         """(open paren offset, ';' offsets, close paren offset) of a for header."""
@@ -1054,6 +1141,16 @@ class _Kernel:
                 _, kind, pred, bid, prid = it
                 if pred is None:
                     continue
+                if kind == "warp":
+                    w = self.warp_ops[bid]
+
+                    def text(c):
+                        return "" if c is None else self.line(c.extent.start.offset) + \
+                            self.apply(c.extent.start.offset, c.extent.end.offset, {})
+                    out.append(self.thread_loop(prid, fission_warp.store(w, bid, text(w.value),
+                                                                         text(w.arg)),
+                                                self.region_uses(prid, set()), write=False))
+                    continue
                 init, op = {"count": ("0", "+="), "and": ("1", "&="), "or": ("0", "|=")}[kind]
                 ptxt = self.line(pred.extent.start.offset) + self.apply(
                     pred.extent.start.offset, pred.extent.end.offset, {})
@@ -1111,6 +1208,10 @@ class _Kernel:
             lines.append(f"using __ql_T{i} = typename ::ql_export::unconst<{v.type.spelling}>::type;")
             lines.append(f"static_assert(__is_trivially_copyable(__ql_T{i}), \"fission\");")
             sizes.append(f"::ql_export::scratch_bytes<__ql_T{i}>(__ql_n)")
+        warp_scratch = [ts for bid, w in sorted(self.warp_ops.items())
+                         for ts in fission_warp.scratch(w, bid)]
+        for ty, _ in warp_scratch:
+            sizes.append(f"::ql_export::scratch_bytes<{ty}>(__ql_n)")
         if self.returns:
             sizes.append("::ql_export::scratch_bytes<unsigned char>(__ql_n)")
         if sizes:
@@ -1118,6 +1219,9 @@ class _Kernel:
             for h, i in self.index.items():
                 lines.append(f"__ql_T{i} *__restrict__ __ql_r{i} = "
                              f"::ql_export::scratch_take<__ql_T{i}>(__ql_p, __ql_n);")
+            for ty, name in warp_scratch:
+                lines.append(f"{ty} *__restrict__ {name} = "
+                             f"::ql_export::scratch_take<{ty}>(__ql_p, __ql_n);")
         if self.returns:
             lines.append("unsigned char *__restrict__ __ql_exited = "
                          "::ql_export::scratch_take<unsigned char>(__ql_p, __ql_n);")
@@ -1260,9 +1364,13 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
             continue
         prefix_ns = base.rsplit("::", 1)[0] + "::" if "::" in base else ""
         res.rows[e] = prefix_ns + fname + e[len(e.split("<")[0]):]
-        res.tiers[e] = ("fission", f"{done.barriers} barrier(s) split into "
-                        f"{done.regions} thread loop(s), {len(done.replicated)} local(s) "
-                        f"replicated per thread")
+        nwarp = done.warp_calls
+        what = f"{done.barriers - nwarp} barrier(s)" + (
+            f" and {nwarp} warp function(s)" if nwarp else "")
+        res.tiers[e] = ("fission", f"{what} split into {done.regions} thread loop(s), "
+                        f"{len(done.replicated)} local(s) replicated per thread")
+        if nwarp:
+            res.warps.add(e)
     res.code = "".join(code)
     return res
 

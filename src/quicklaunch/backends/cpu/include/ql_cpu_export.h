@@ -324,6 +324,18 @@ struct fission<void (*)(A...), G> {
         ql_tier1_abort = 0;
     }
 };
+// A fission kernel with warp functions (fission_warp.py): its generated
+// code handles whole warps under the full mask; a block of another size
+// runs the original kernel on fibers, which report what the mask names.
+template <class Gn, Gn G, class Fn, Fn F>
+struct fission_warps {
+    static void run(void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
+        if ((d->block[0] * d->block[1] * d->block[2]) % 32u)
+            entry<Fn, F>::run_fibers(p, d, first, last);
+        else
+            fission<Gn, G>::run(p, d, first, last);
+    }
+};
 #endif
 
 // A noexcept kernel: the same entry, through the plain function pointer type.

@@ -279,10 +279,9 @@ QL_FN unsigned lane_id(unsigned t) { return t & 31u; }
  * width; __shfl_up/down_sync read j -/+ delta, or j itself (defined: the own
  * value) when that leaves the segment; __shfl_xor_sync reads j ^ m, or j
  * itself when that lies in a later segment (an earlier one may be read). */
-QL_FN int shuffle_source(const lane &me, unsigned j) {
-    const unsigned w = (unsigned)me.width, base = j & ~(w - 1);
-    const unsigned a = (unsigned)me.arg;
-    switch (me.wop) {
+QL_FN int shuffle_lane(op o, unsigned j, unsigned a, unsigned w) {
+    const unsigned base = j & ~(w - 1);
+    switch (o) {
     case OP_SHFL: return (int)(base + (a & (w - 1)));
     case OP_SHFL_UP: return a > j - base ? (int)j : (int)(j - a);
     case OP_SHFL_DOWN: return a >= base + w - j ? (int)j : (int)(j + a);
@@ -292,6 +291,26 @@ QL_FN int shuffle_source(const lane &me, unsigned j) {
     }
     default: return -1;
     }
+}
+QL_FN int shuffle_source(const lane &me, unsigned j) {
+    return shuffle_lane(me.wop, j, (unsigned)me.arg, (unsigned)me.width);
+}
+
+/* Region fission's warp functions (backends/cpu/fission_warp.py): the
+ * block's threads stored their operands in v[] / a[] (by linear thread
+ * index) in the thread loop before; thread t reads its result here, by the
+ * rules above. Only whole warps with the full mask get here. */
+template <class T>
+static inline T fission_shuffle(op o, const T *v, const int *a, unsigned t, int width) {
+    if (width < 1 || width > 32 || (width & (width - 1))) width = 32;
+    const unsigned w0 = t & ~31u;
+    return v[w0 + (unsigned)shuffle_lane(o, t & 31u, (unsigned)a[t], (unsigned)width)];
+}
+static inline unsigned fission_vote(op o, const int *p, unsigned t) {
+    const unsigned w0 = t & ~31u;
+    unsigned b = 0;
+    for (unsigned l = 0; l < 32; ++l) b |= (unsigned)(p[w0 + l] != 0) << l;
+    return o == OP_BALLOT ? b : o == OP_ANY ? (unsigned)(b != 0) : (unsigned)(b == 0xffffffffu);
 }
 
 QL_FN bool is_shuffle(op o) { return o >= OP_SHFL && o <= OP_SHFL_XOR; }
