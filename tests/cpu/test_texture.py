@@ -13,6 +13,7 @@ import pytest
 
 import quicklaunch as ql
 
+from .test_memcheck import _gcc
 from .texture_model import fetch, texels
 
 TEXTURE_SOURCE = r"""
@@ -380,6 +381,8 @@ def test_which_parameters_take_textures(ctype, is_texture):
     assert (texture_element(ctype) is not None) == is_texture
 
 
+@pytest.mark.skipif(not _gcc(), reason="memcheck builds need g++ (GCC's outline "
+                    "sanitizer calls; under clang they are a CompileError)")
 def test_memcheck_build_checks_the_kernel_not_the_texture_unit():
     m = ql.compile(TEXTURE_SOURCE, device="cpu", memcheck=True)
     img = rng.random((5, 6), dtype=np.float32)
