@@ -1,4 +1,4 @@
-"""Region fission vs fibers on the CPU device (issue 15): barrier kernels,
+"""Region fission vs fibers on the CPU device (issue 15): barrier and warp kernels,
 each side by side with its reference in one process, medians of several runs.
 
     python benchmarks/cpu_fission.py [--runs 7]
@@ -7,7 +7,8 @@ Rows: the 256-thread shared tree reduction over 2^22 floats (reference: the
 same block sums without barriers, a tier-1 kernel), the 16x16 tiled
 shared-memory matmul 512^3 (reference: NumPy's matmul), the samples-style
 reduction with 9 barriers per thread over 2^22 floats (reference: NumPy's
-sum). Fibers are forced with QUICKLAUNCH_CPU_FISSION=0 at compile time.
+sum), and two warp-shuffle kernels with one warp per row over 1024x768
+floats: layernorm and an online softmax (references: the same in NumPy). Fibers are forced with QUICKLAUNCH_CPU_FISSION=0 at compile time.
 """
 import argparse
 import os
@@ -87,8 +88,47 @@ __global__ void matmul(const float *A, const float *B, float *C, int M, int N, i
     }
     if (row < M && col < N) C[row * N + col] = acc;
 }
+
+// One warp per row (blockDim (32, 4)): mean and variance by xor butterflies.
+__global__ void layernorm_rows(const float *x, const float *g, const float *b, float *y,
+                               int cols, float eps) {
+    const int row = blockIdx.x * blockDim.y + threadIdx.y;
+    const float *xr = x + (size_t)row * cols;
+    float *yr = y + (size_t)row * cols;
+    float s = 0.f, ss = 0.f;
+    for (int c = threadIdx.x; c < cols; c += 32) { float v = xr[c]; s += v; ss += v * v; }
+    for (int o = 16; o > 0; o >>= 1) {
+        s += __shfl_xor_sync(0xffffffff, s, o);
+        ss += __shfl_xor_sync(0xffffffff, ss, o);
+    }
+    const float mean = s / cols;
+    const float rstd = rsqrtf(ss / cols - mean * mean + eps);
+    for (int c = threadIdx.x; c < cols; c += 32) yr[c] = (xr[c] - mean) * rstd * g[c] + b[c];
+}
+
+// One warp per row: the running max and sum of one pass, merged across
+// lanes by xor butterflies, then the normalised exponentials.
+__global__ void softmax_online(const float *x, float *y, int cols) {
+    const int row = blockIdx.x * blockDim.y + threadIdx.y;
+    const float *xr = x + (size_t)row * cols;
+    float *yr = y + (size_t)row * cols;
+    float m = -INFINITY, d = 0.f;
+    for (int c = threadIdx.x; c < cols; c += 32) {
+        const float v = xr[c], mn = fmaxf(m, v);
+        d = d * expf(m - mn) + expf(v - mn);
+        m = mn;
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        const float mo = __shfl_xor_sync(0xffffffff, m, o);
+        const float dn = __shfl_xor_sync(0xffffffff, d, o);
+        const float mn = fmaxf(m, mo);
+        d = d * expf(m - mn) + dn * expf(mo - mn);
+        m = mn;
+    }
+    for (int c = threadIdx.x; c < cols; c += 32) yr[c] = expf(xr[c] - m) / d;
+}
 """
-EXPRS = ["tree", "plain_sums", "samples<512>", "matmul"]
+EXPRS = ["tree", "plain_sums", "samples<512>", "matmul", "layernorm_rows", "softmax_online"]
 
 
 def compile_tier(fission: bool):
@@ -152,6 +192,31 @@ def main(argv=None) -> int:
         t = median_s(lambda: m["samples<512>"][grid, 512](x, part, n), args.runs)
         np.testing.assert_allclose(part.sum(), x.sum(dtype=np.float64), rtol=1e-3)
         rows.append(("samples reduction (9 barriers), 2^22", name, t, "numpy sum", ref))
+
+    R, COLS = 1024, 768
+    X = rng.standard_normal((R, COLS)).astype(np.float32)
+    gam = rng.standard_normal(COLS).astype(np.float32)
+    bet = rng.standard_normal(COLS).astype(np.float32)
+    Y = np.zeros_like(X)
+
+    def np_layernorm():
+        mu = X.mean(1, keepdims=True)
+        return (X - mu) / np.sqrt(X.var(1, keepdims=True) + 1e-5) * gam + bet
+    ref = median_s(np_layernorm, args.runs)
+    for name, m in (("fibers", fib), ("fission", fis)):
+        t = median_s(lambda: m.layernorm_rows[R // 4, (32, 4)](X, gam, bet, Y, COLS, 1e-5),
+                     args.runs)
+        np.testing.assert_allclose(Y, np_layernorm(), rtol=1e-3, atol=1e-3)
+        rows.append(("warp layernorm rows 1024x768", name, t, "numpy layernorm", ref))
+
+    def np_softmax():
+        e = np.exp(X - X.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+    ref = median_s(np_softmax, args.runs)
+    for name, m in (("fibers", fib), ("fission", fis)):
+        t = median_s(lambda: m.softmax_online[R // 4, (32, 4)](X, Y, COLS), args.runs)
+        np.testing.assert_allclose(Y, np_softmax(), rtol=1e-4, atol=1e-6)
+        rows.append(("warp online softmax rows 1024x768", name, t, "numpy softmax", ref))
 
     print(f"{'kernel':40s} {'tier':8s} {'median ms':>10s} {'reference':>24s} {'ref ms':>8s} "
           f"{'ratio':>7s}")
