@@ -25,6 +25,7 @@ from ...signature import (KernelDecl, SignatureError, kernel_expressions, parse_
                           strip_comments)
 from ... import compile_hints, cuda_version
 from . import fission, loader, scan, shifts, tiers, toolchain
+from .instantiations import rewrite_explicit_instantiations
 
 FORMAT = "cpu-module-14"
 
@@ -137,22 +138,6 @@ def rewrite_extern_shared(source: str, filename: str, first_line: int = 1) -> st
     return "".join(out)
 
 
-_EXPLICIT_INSTANTIATION = re.compile(r"\btemplate\s+(?!<)[^;{}<]*?\b(__global__)\b")
-
-
-def rewrite_explicit_instantiations(source: str) -> str:
-    """`template __global__ void k<128>(float *);` instantiates a kernel; on
-    the CPU `__global__` means `inline`, which an explicit instantiation may
-    not say, so the word is blanked there (same length: lines and columns
-    stay). The instantiation then compiles, and the scan has already listed
-    `k<128>` as one of the module's kernels."""
-    code = strip_comments(source)
-    out, last = [], 0
-    for m in _EXPLICIT_INSTANTIATION.finditer(code):
-        out += [source[last:m.start(1)], " " * len("__global__")]
-        last = m.end(1)
-    out.append(source[last:])
-    return "".join(out)
 
 
 def user_body(source: str, filename: str, first_line: int = 1) -> str:

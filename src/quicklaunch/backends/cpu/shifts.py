@@ -158,7 +158,7 @@ def _rewrite_code(source: str, cc, compiler_path: str, cache) -> Rewrite:
     if not candidates(source):
         return Rewrite(source, why="no shift with a run-time or out-of-range count")
     from . import fission
-    from .compiler import rewrite_explicit_instantiations
+    from .instantiations import rewrite_explicit_instantiations
     ci = fission._cindex()
     if isinstance(ci, str):
         return Rewrite(source, why=ci)

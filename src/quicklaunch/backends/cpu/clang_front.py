@@ -1,0 +1,180 @@
+"""The libclang front end shared by the CPU device's source passes (region
+fission, fission.py; shift clamping, shifts.py): libclang loaded once, the
+shim parsed once into a precompiled header kept in the compile cache, the
+host compiler's system include paths, and cursor helpers."""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+_lock = threading.Lock()
+_state: dict = {}
+
+
+def _cindex():
+    """clang.cindex, or the reason it cannot be used (str)."""
+    if "ci" not in _state:
+        try:
+            import clang.cindex as ci
+            ci.Index.create()
+            _state["ci"] = ci
+        except Exception as exc:  # ImportError, a missing or broken libclang.so
+            _state["ci"] = f"libclang is not available ({type(exc).__name__}: {exc}); " \
+                           f"pip install libclang"
+    return _state["ci"]
+
+
+
+def _system_includes(compiler_path: str) -> list[str]:
+    key = ("inc", compiler_path)
+    if key not in _state:
+        try:
+            out = subprocess.run([compiler_path, "-x", "c++", "-E", "-v", "-"], input="",
+                                 capture_output=True, text=True, timeout=30).stderr
+            lines = out.split("#include <...> search starts here:", 1)[1]
+            lines = lines.split("End of search list.", 1)[0]
+            _state[key] = [x.strip() for x in lines.splitlines() if x.strip()]
+        except Exception:
+            _state[key] = []
+    return _state[key]
+
+
+def _base_args(compiler_path: str, defines: tuple[str, ...]) -> list[str]:
+    from .toolchain import INCLUDE_DIR
+    args = ["-xc++", "-std=c++17", f"-I{INCLUDE_DIR}", "-DQL_TIER2=1", *defines]
+    for d in _system_includes(compiler_path):
+        args += ["-isystem", d]
+    return args
+
+
+def _libclang_version() -> str:
+    try:
+        from importlib.metadata import version
+        return "libclang-" + version("libclang")
+    except Exception:
+        return "libclang-?"
+
+
+def _pch(ci, compiler_path: str, defines: tuple[str, ...], cache) -> str | None:
+    """A precompiled header of the shim (and cooperative groups) for these
+    defines, built once and kept in the compile cache; None if it cannot be."""
+    from .toolchain import INCLUDE_DIR, headers_digest_material
+    base = _base_args(compiler_path, defines)
+    key = hashlib.sha256(b"\0".join([_libclang_version().encode(), headers_digest_material(),
+                                     "\0".join(base).encode()])).hexdigest()
+    if ("pch", key) in _state:
+        return _state[("pch", key)]
+    path = None
+    try:
+        if cache.read("cpu-fission", key, ".pch") is not None:
+            path = str(cache.path("cpu-fission", key, ".pch"))
+    except Exception:
+        path = None
+    if path is None:
+        with tempfile.TemporaryDirectory(prefix="quicklaunch-pch-") as tmp:
+            out = Path(tmp, "shim.pch")
+            idx = ci.Index.create()
+            tu = idx.parse(str(INCLUDE_DIR / "cuda_shim.h"),
+                           args=["-xc++-header", *base[1:], "-include",
+                                 str(INCLUDE_DIR / "cooperative_groups.h")])
+            if any(d.severity >= 3 for d in tu.diagnostics):
+                _state[("pch", key)] = None
+                return None
+            tu.save(str(out))
+            data = out.read_bytes()
+            try:
+                cache.put("cpu-fission", key, ".pch", data)
+                path = str(cache.path("cpu-fission", key, ".pch"))
+            except Exception:
+                keep = Path(tempfile.gettempdir(), f"quicklaunch-{os.getuid()}-{key[:16]}.pch")
+                keep.write_bytes(data)
+                path = str(keep)
+    _state[("pch", key)] = path
+    return path
+
+
+# ------------------------------------------------------------------ helpers
+
+
+_LINE = re.compile(rb'^[ \t]*#[ \t]*line[ \t]+(\d+)', re.M)
+
+
+class _Src:
+    """The parsed unit's bytes, with the user's line of each byte offset."""
+
+    def __init__(self, data: bytes, first_raw_line: int, first_line: int):
+        self.data = data
+        # raw line -> user line, following the body's own #line directives
+        self.map = []   # (raw_line_of_next_line, user_line)
+        self.map.append((first_raw_line, first_line))
+        for m in _LINE.finditer(data):
+            raw = data.count(b"\n", 0, m.start()) + 2
+            self.map.append((raw, int(m.group(1))))
+        self.map.sort()
+
+    def text(self, a: int, b: int) -> str:
+        return self.data[a:b].decode("utf-8", "replace")
+
+    def user_line(self, offset: int) -> int:
+        raw = self.data.count(b"\n", 0, offset) + 1
+        best = self.map[0]
+        for r, u in self.map:
+            if r <= raw:
+                best = (r, u)
+        return best[1] + (raw - best[0])
+
+    def column(self, offset: int) -> int:
+        return offset - (self.data.rfind(b"\n", 0, offset) + 1)
+
+
+def _children(c):
+    return list(c.get_children())
+
+
+def _strip(c):
+    """Through implicit casts, parens and unexposed wrappers."""
+    CK = c.kind.__class__
+    while c.kind in (CK.UNEXPOSED_EXPR, CK.PAREN_EXPR) and len(_children(c)) == 1:
+        c = _children(c)[0]
+    return c
+
+
+def _walk(c, parent=None):
+    yield c, parent
+    for ch in c.get_children():
+        yield from _walk(ch, c)
+
+
+def _in_main(c, main: str) -> bool:
+    f = c.location.file
+    return f is not None and f.name == main
+
+
+
+def _qualified(c, CK) -> str:
+    parts = [c.spelling]
+    p = c.semantic_parent
+    while p is not None and p.kind != CK.TRANSLATION_UNIT:
+        if p.kind == CK.NAMESPACE:
+            if p.spelling:
+                parts.append(p.spelling)
+        elif p.kind != CK.LINKAGE_SPEC:
+            return ""
+        p = p.semantic_parent
+    return "::".join(reversed(parts))
+
+
+def _namespaces(c, CK) -> list[str]:
+    out = []
+    p = c.semantic_parent
+    while p is not None and p.kind != CK.TRANSLATION_UNIT:
+        if p.kind == CK.NAMESPACE:
+            out.append(p.spelling)
+        p = p.semantic_parent
+    return list(reversed(out))
+

@@ -1,0 +1,305 @@
+"""Region fission, part 1: what a kernel's calls and expressions are (the
+barriers and warp functions, what a callee reaches, which values are
+block-uniform, which variables a statement writes). A mixin of
+fission._Kernel; the state it reads is set up there."""
+from __future__ import annotations
+
+import os
+
+from ...signature import TIER2_NAMES
+from . import fission_warp
+from .clang_front import _children, _in_main, _strip, _walk
+
+
+class Refuse(Exception):
+    """The pass cannot prove the rewrite exact: the kernel stays on fibers,
+    with this reason."""
+
+
+def _cub_header(path: str) -> bool:
+    """Whether `path` is one of the shim's CUB headers (include/cub/)."""
+    from .toolchain import INCLUDE_DIR
+    return os.path.realpath(path).startswith(os.path.realpath(INCLUDE_DIR / "cub") + os.sep)
+
+
+BARRIERS = {"__syncthreads": None, "__syncthreads_count": "count",
+            "__syncthreads_and": "and", "__syncthreads_or": "or"}
+_ALLOWED_CG = {"this_thread_block", "cooperative_groups"}
+# Fiber yields: a thread that waits for another one in its own region would
+# wait for ever in a thread loop.
+_YIELDS = {"__nanosleep"}
+_REFUSED = (TIER2_NAMES | _YIELDS) - _ALLOWED_CG - set(BARRIERS) - set(fission_warp.WARP_OPS)
+_UNIFORM_BUILTINS = {"blockIdx", "blockDim", "gridDim", "warpSize", "__ql_dyn_shared"}
+
+
+class Classify:
+    # ------------------------------------------------------------ tokens
+    def tokens(self, c):
+        return list(c.get_tokens())
+
+    def first_token(self, c):
+        for t in c.get_tokens():
+            return t.spelling
+        return None
+
+    def ext(self, c):
+        return c.extent.start.offset, c.extent.end.offset
+
+    def stmt_end(self, c) -> int:
+        """End offset of statement `c`, its `;` included."""
+        end = c.extent.end.offset
+        if c.kind in (self.CK.DECL_STMT, self.CK.COMPOUND_STMT):
+            return end
+        data = self.src.data
+        j = end
+        while j < len(data) and data[j:j + 1] in (b" ", b"\t", b"\n", b"\r"):
+            j += 1
+        if data[j:j + 1] == b";":
+            return j + 1
+        return end
+
+    # ------------------------------------------------------- classification
+    def is_barrier_call(self, c):
+        """The barrier kind of a call ('plain', 'count', 'and', 'or'), else None."""
+        if c.kind != self.CK.CALL_EXPR:
+            return None
+        name = c.spelling
+        ref = c.referenced
+        if name in BARRIERS:
+            return BARRIERS[name] or "plain"
+        if fission_warp.is_warp_call(c):
+            return "warp"
+        if name == "sync":
+            if ref is not None and ref.semantic_parent is not None \
+                    and ref.semantic_parent.spelling == "thread_block":
+                return "plain"
+            args = [a for a in c.get_arguments()]
+            if ref is not None and ref.semantic_parent is not None and \
+                    ref.semantic_parent.spelling == "cooperative_groups" and len(args) == 1 \
+                    and "thread_block" in args[0].type.spelling \
+                    and "tile" not in args[0].type.spelling:
+                return "plain"
+        return None
+
+    def contains_barrier(self, c) -> bool:
+        return any(self.is_barrier_call(d) for d, _ in _walk(c))
+
+    def check_callee(self, c):
+        """Refuses a call whose callee (a user function) reaches a barrier or
+        warp function, or a cooperative-groups function other than the block's."""
+        ref = c.referenced
+        name = c.spelling
+        if name in _YIELDS:
+            raise Refuse(f"'{name}' (a thread may be waiting for another one)")
+        if name in _REFUSED:
+            raise Refuse(f"warp or cooperative-groups operation '{name}' (fission handles "
+                         f"block barriers only)")
+        if ref is not None and ref.location.file is not None \
+                and _cub_header(ref.location.file.name):
+            raise Refuse(f"CUB collective '{name}' (its barriers are inside the library)")
+        if ref is not None and ref.location.file is not None \
+                and ref.location.file.name.endswith("cooperative_groups.h"):
+            parent = ref.semantic_parent.spelling if ref.semantic_parent else ""
+            if parent != "thread_block" and name not in _ALLOWED_CG:
+                raise Refuse(f"cooperative-groups operation '{name}' (fission handles "
+                             f"thread_block only)")
+        targets = []
+        if ref is not None and _in_main(ref, self.main):
+            d = ref.get_definition() or ref
+            targets = [d]
+        elif ref is None and name:
+            targets = self.defs.get(name, [])
+        for d in targets:
+            if self.reaches_tier2(d):
+                raise Refuse(f"a barrier or warp function in called function '{name}'")
+            if self.recursive(d, set()):
+                raise Refuse(f"a recursive call through '{name}' (fibers bound each CUDA "
+                             f"thread's stack and report its overflow)")
+
+    def recursive(self, d, path) -> bool:
+        """Whether user function `d` can call itself (through user functions)."""
+        if d.hash in path:
+            return True
+        if len(path) > 30:
+            return True
+        path = path | {d.hash}
+        for x, _ in _walk(d):
+            if x.kind != self.CK.CALL_EXPR:
+                continue
+            r = x.referenced
+            cands = [r.get_definition() or r] if r is not None and _in_main(r, self.main) \
+                else (self.defs.get(x.spelling, []) if r is None else [])
+            if any(self.recursive(c, path) for c in cands):
+                return True
+        return False
+
+    def reaches_tier2(self, d, depth=0) -> bool:
+        h = d.hash
+        if h in self.callee_memo:
+            return self.callee_memo[h]
+        self.callee_memo[h] = False
+        hit = False
+        for x, _ in _walk(d):
+            s = x.spelling
+            if x.kind in (self.CK.CALL_EXPR, self.CK.DECL_REF_EXPR, self.CK.MEMBER_REF_EXPR,
+                          self.CK.OVERLOADED_DECL_REF, self.CK.TYPE_REF,
+                          self.CK.NAMESPACE_REF, self.CK.TEMPLATE_REF) and s:
+                if s in TIER2_NAMES or s in _YIELDS or self.is_barrier_call(x) or \
+                        (x.kind == self.CK.CALL_EXPR and s == "sync"):
+                    hit = True
+                    break
+            if x.kind == self.CK.CALL_EXPR and depth < 20:
+                r = x.referenced
+                cands = []
+                if r is not None and _in_main(r, self.main):
+                    cands = [r.get_definition() or r]
+                elif r is None:
+                    cands = self.defs.get(s, [])
+                if any(c.hash != d.hash and self.reaches_tier2(c, depth + 1) for c in cands):
+                    hit = True
+                    break
+        self.callee_memo[h] = hit
+        return hit
+
+    # -------------------------------------------------------- uniformity
+    def var_of(self, c):
+        r = c.referenced
+        return r
+
+    def is_shared_decl(self, vd) -> bool:
+        """`__shared__` is `thread_local` in the shim: one per worker."""
+        try:
+            return vd.tls_kind != self.ci.TLSKind.NONE
+        except Exception:
+            return False
+
+    def uniform_expr(self, c, allow_shared: bool, counters=frozenset(), why="condition"):
+        """Raises Refuse unless `c` has the same value in every thread of the
+        block. Returns whether it reads shared memory."""
+        CK = self.CK
+        reads_shared = False
+        for x, parent in _walk(c):
+            k = x.kind
+            if k in (CK.INTEGER_LITERAL, CK.FLOATING_LITERAL, CK.CXX_BOOL_LITERAL_EXPR,
+                     CK.CHARACTER_LITERAL, CK.PAREN_EXPR, CK.UNEXPOSED_EXPR,
+                     CK.CONDITIONAL_OPERATOR, CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR,
+                     CK.CXX_FUNCTIONAL_CAST_EXPR, CK.CXX_REINTERPRET_CAST_EXPR,
+                     CK.CXX_CONST_CAST_EXPR, CK.TYPE_REF, CK.NAMESPACE_REF,
+                     CK.TEMPLATE_REF, CK.CXX_NULL_PTR_LITERAL_EXPR):
+                continue
+            if k == CK.UNARY_OPERATOR:
+                toks = [t.spelling for t in x.get_tokens()]
+                if toks and (toks[0] in ("++", "--") or toks[-1] in ("++", "--")):
+                    self.check_counter_write(x, counters, why)
+                continue
+            if k in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
+                op = self.binop(x)
+                if op is None or op in ("=",) or k == CK.COMPOUND_ASSIGNMENT_OPERATOR:
+                    self.check_counter_write(x, counters, why)
+                continue
+            if k == CK.CXX_UNARY_EXPR:      # sizeof, alignof
+                continue
+            if k == CK.MEMBER_REF_EXPR:
+                base = _children(x)
+                if base and _strip(base[0]).kind == CK.DECL_REF_EXPR and \
+                        _strip(base[0]).spelling == "threadIdx":
+                    raise Refuse(f"a barrier under a thread-dependent {why} (threadIdx)")
+                continue
+            if k == CK.ARRAY_SUBSCRIPT_EXPR:
+                base = _strip(_children(x)[0])
+                r = base.referenced if base.kind == CK.DECL_REF_EXPR else None
+                if r is not None and r.hash in self.shared:
+                    reads_shared = True
+                    continue
+                raise Refuse(f"a barrier under a {why} that reads memory other threads "
+                             f"may write")
+            if k == CK.DECL_REF_EXPR:
+                r = x.referenced
+                if r is None:
+                    raise Refuse(f"a barrier under a {why} naming '{x.spelling}', which "
+                                 f"cannot be resolved")
+                if r.kind in (CK.ENUM_CONSTANT_DECL, CK.TEMPLATE_NON_TYPE_PARAMETER,
+                              CK.FUNCTION_DECL):
+                    continue
+                if r.kind == CK.PARM_DECL:
+                    if r.hash in self.uniform:
+                        continue
+                    raise Refuse(f"a barrier under a {why} naming parameter '{r.spelling}', "
+                                 f"which the kernel modifies")
+                if r.kind == CK.VAR_DECL:
+                    if r.spelling == "threadIdx":
+                        raise Refuse(f"a barrier under a thread-dependent {why} (threadIdx)")
+                    if r.hash in self.uniform or r.hash in counters:
+                        continue
+                    if r.hash in self.shared:
+                        reads_shared = True
+                        continue
+                    if not _in_main(r, self.main) and r.spelling in _UNIFORM_BUILTINS:
+                        continue
+                    sp = r.semantic_parent
+                    if sp is not None and sp.kind in (CK.NAMESPACE, CK.TRANSLATION_UNIT,
+                                                      CK.LINKAGE_SPEC, CK.STRUCT_DECL,
+                                                      CK.CLASS_DECL) \
+                            and r.type.is_const_qualified():
+                        continue
+                    raise Refuse(f"a barrier under a thread-dependent {why} (it names "
+                                 f"'{r.spelling}', line {self.src.user_line(x.extent.start.offset)})")
+                raise Refuse(f"a barrier under a {why} naming '{x.spelling}'")
+            if k == CK.CALL_EXPR:
+                raise Refuse(f"a barrier under a {why} that calls '{x.spelling}'")
+            raise Refuse(f"a barrier under a {why} the pass cannot read ({k.name.lower()})")
+        if reads_shared and not allow_shared:
+            raise Refuse(f"a barrier under a {why} that reads shared memory not just written "
+                         f"before a barrier")
+        return reads_shared
+
+    def binop(self, x):
+        kids = _children(x)
+        if not kids:
+            return None
+        end = kids[0].extent.end.offset
+        for t in x.get_tokens():
+            if t.extent.start.offset >= end:
+                return t.spelling
+        return None
+
+    def check_counter_write(self, x, counters, why):
+        kids = _children(x)
+        target = _strip(kids[0]) if kids else None
+        if target is not None and target.kind == self.CK.DECL_REF_EXPR and \
+                target.referenced is not None and target.referenced.hash in counters:
+            return
+        raise Refuse(f"a barrier under a {why} with a side effect")
+
+    # ----------------------------------------------------------- writes
+    def written_vars(self, root):
+        """Hashes of variables assigned, incremented, address-taken or passed
+        by reference anywhere in `root`."""
+        CK = self.CK
+        out = {}
+        for x, parent in _walk(root):
+            k = x.kind
+            target = None
+            if k in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
+                op = self.binop(x)
+                if k == CK.COMPOUND_ASSIGNMENT_OPERATOR or op == "=":
+                    kids = _children(x)
+                    target = _strip(kids[0]) if kids else None
+            elif k == CK.UNARY_OPERATOR:
+                toks = [t.spelling for t in x.get_tokens()]
+                if toks and (toks[0] in ("++", "--", "&") or toks[-1] in ("++", "--")):
+                    kids = _children(x)
+                    target = _strip(kids[0]) if kids else None
+            elif k == CK.DECL_REF_EXPR and parent is not None and \
+                    parent.kind in (CK.CALL_EXPR, CK.MEMBER_REF_EXPR, CK.VAR_DECL):
+                if parent.kind == CK.VAR_DECL and parent.type.kind != self.ci.TypeKind.LVALUEREFERENCE:
+                    continue
+                if parent.kind == CK.CALL_EXPR and x.referenced is not None and \
+                        x.referenced.kind == CK.FUNCTION_DECL:
+                    continue
+                target = x
+            if target is not None and target.kind == CK.DECL_REF_EXPR and \
+                    target.referenced is not None:
+                out[target.referenced.hash] = target.referenced.spelling
+        return out
+
