@@ -286,3 +286,51 @@ def test_typedef_kernel_stays_on_fibers(cpu):
     rows = x.reshape(GRID, 64).astype(np.int64)
     want = np.stack([rows.sum(1), (rows ** 2).sum(1)], 1)
     np.testing.assert_array_equal(out.reshape(GRID, 2), want)
+
+
+# Blocks of two and three dimensions (CUB's row-major thread rank), and the
+# default constructors, which use storage of the primitive's own.
+DIMS_SOURCE = r"""
+#include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
+
+extern "C" __global__ void dims_2d(const int *x, int *sums, int *scans) {
+    typedef cub::BlockReduce<int, 16, cub::BLOCK_REDUCE_WARP_REDUCTIONS, 8> Reduce;
+    typedef cub::BlockScan<int, 16, cub::BLOCK_SCAN_RAKING, 8> Scan;
+    const int rank = threadIdx.y * 16 + threadIdx.x;
+    const int g = blockIdx.x * 128 + rank;
+    const int s = Reduce().Sum(x[g]);
+    if (rank == 0) sums[blockIdx.x] = s;
+    int out;
+    Scan().InclusiveSum(x[g], out);
+    scans[g] = out;
+}
+
+extern "C" __global__ void dims_3d(const int *x, int *sums, int *scans) {
+    typedef cub::BlockReduce<int, 8, cub::BLOCK_REDUCE_RAKING, 4, 2> Reduce;
+    typedef cub::BlockScan<int, 8, cub::BLOCK_SCAN_WARP_SCANS, 4, 2> Scan;
+    __shared__ typename Reduce::TempStorage rt;
+    __shared__ typename Scan::TempStorage st;
+    const int rank = (threadIdx.z * 4 + threadIdx.y) * 8 + threadIdx.x;
+    const int g = blockIdx.x * 64 + rank;
+    const int s = Reduce(rt).Sum(x[g]);
+    if (rank == 0) sums[blockIdx.x] = s;
+    int out;
+    Scan(st).ExclusiveSum(x[g], out);
+    scans[g] = out;
+}
+"""
+
+
+@pytest.mark.parametrize("kernel,block,threads", [("dims_2d", (16, 8), 128),
+                                                  ("dims_3d", (8, 4, 2), 64)])
+def test_multidimensional_blocks(cpu, kernel, block, threads):
+    mod = ql.compile(DIMS_SOURCE, device=cpu)
+    rng = np.random.default_rng(threads)
+    x = rng.integers(-99, 99, GRID * threads).astype(np.int32)
+    sums, scans = poisoned(GRID, np.int32), poisoned(GRID * threads, np.int32)
+    mod[kernel][GRID, block](x, sums, scans)
+    rows = x.reshape(GRID, threads)
+    np.testing.assert_array_equal(sums, rows.sum(1))
+    want = np.cumsum(rows, 1) - (rows if kernel == "dims_3d" else 0)
+    np.testing.assert_array_equal(scans.reshape(GRID, threads), want)
