@@ -59,6 +59,10 @@ def _hip_arch(value: str) -> bool:
     return re.fullmatch(r"gfx[0-9a-f]+(:[a-z0-9_-]+[+-])*", value) is not None
 
 
+def _cuda_version(value: str) -> bool:
+    return re.fullmatch(r"\d+\.\d+(\.\d+)?", value.strip()) is not None
+
+
 def _any(value: str) -> bool:
     return True
 
@@ -93,6 +97,12 @@ VARIABLES: tuple[Variable, ...] = (
              "0: faulting kernels kill the process"),
     Variable("QUICKLAUNCH_CPU_FISSION", "0 or 1 (or no/yes, off/on, false/true)", _fission,
              "0: barrier kernels run as fibers, not region fission"),
+    Variable("QUICKLAUNCH_CPU_CLAMP_SHIFTS", "0 or 1 (or no/yes, off/on, false/true)", _fission,
+             "0: CPU shifts by the width or more as the host does them, not clamped as on "
+             "a GPU (for measuring)"),
+    Variable("QUICKLAUNCH_CUDA_VERSION", "a CUDA version such as 12.8 or 12.8.93",
+             _cuda_version, "the CUDA version the CPU and HIP devices' version macros "
+             "(CUDART_VERSION, ...) say, instead of the NVRTC wheel's"),
     Variable("QUICKLAUNCH_COMPILE_TIMEOUT", "a positive number of seconds", _seconds,
              "limit of one CPU compiler run"),
     Variable("QUICKLAUNCH_COMPILE_LOCK_TIMEOUT", "a positive number of seconds", _seconds,
