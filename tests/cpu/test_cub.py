@@ -334,3 +334,38 @@ def test_multidimensional_blocks(cpu, kernel, block, threads):
     np.testing.assert_array_equal(sums, rows.sum(1))
     want = np.cumsum(rows, 1) - (rows if kernel == "dims_3d" else 0)
     np.testing.assert_array_equal(scans.reshape(GRID, threads), want)
+
+
+# Arg-reductions over cub::KeyValuePair (the first index of the extreme value).
+ARGMAX_SOURCE = r"""
+#include <cub/block/block_reduce.cuh>
+
+extern "C" __global__ void argmax(const float *x, int *where, float *best, int *where_min) {
+    typedef cub::KeyValuePair<int, float> Pair;
+    typedef cub::BlockReduce<Pair, 96> Reduce;
+    __shared__ typename Reduce::TempStorage temp;
+    const int g = blockIdx.x * 96 + threadIdx.x;
+    const Pair mine(threadIdx.x, x[g]);
+    const Pair top = Reduce(temp).Reduce(mine, cub::ArgMax());
+    __syncthreads();
+    const Pair low = Reduce(temp).Reduce(mine, cub::ArgMin());
+    if (threadIdx.x == 0) {
+        where[blockIdx.x] = top.key;
+        best[blockIdx.x] = top.value;
+        where_min[blockIdx.x] = low.key;
+    }
+}
+"""
+
+
+def test_argmax(cpu):
+    mod = ql.compile(ARGMAX_SOURCE, device=cpu)
+    rng = np.random.default_rng(96)
+    x = rng.integers(-5, 5, GRID * 96).astype(np.float32)   # ties: the first index wins
+    where, best, low = poisoned(GRID, np.int32), poisoned(GRID, np.float32), \
+        poisoned(GRID, np.int32)
+    mod.argmax[GRID, 96](x, where, best, low)
+    rows = x.reshape(GRID, 96)
+    np.testing.assert_array_equal(where, rows.argmax(1))
+    np.testing.assert_array_equal(best, rows.max(1))
+    np.testing.assert_array_equal(low, rows.argmin(1))

@@ -47,6 +47,7 @@ EXCLUDED = {   # source -> (reason, what the compiler says)
            ("test_cub.REDUCE_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),
            ("test_cub.TYPEDEF_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),
            ("test_cub.DIMS_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),
+           ("test_cub.ARGMAX_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),
            ("test_cub.SCAN_SOURCE", "cub::BlockScan", "block/block_scan.cuh"),
            ("test_cub_warp.WARP_SOURCE", "cub::WarpReduce", "warp/warp_reduce.cuh"),
            ("test_cub_warp.LOADSTORE_SOURCE", "cub::BlockLoad", "block/block_load.cuh"),
@@ -61,6 +62,8 @@ WAVE64_EXCLUDED = {   # source -> the 32-lane warp code in it
     "test_warp_undefined.UNDEF_SOURCE": "warp functions over 32-bit masks",
     "test_clang.SOURCE": "unsigned taken[g] = __activemask() (a 32-bit lane mask)",
     "test_fission.SOURCE": "__shfl_down_sync(0xffffffff, ...) in its fallback kernels",
+    "test_fission_warps.WARPS_SOURCE": "shuffles and votes over 0xffffffff, lane = "
+                                       "threadIdx.x & 31",
 }
 ADAPT = {   # source -> (extra options, why, the error without)
     "test_module.SOURCE": (["-DOPTION_VALUE=41"], "the CPU test passes the same option",

@@ -73,6 +73,31 @@ struct Inequality {
 
 struct NullType {};
 
+/* CUB's key-value pair and the arg-reductions over it: the larger (smaller)
+ * value, the smaller key among equal values. */
+template <class K, class V> struct KeyValuePair {
+    typedef K Key;
+    typedef V Value;
+    K key;
+    V value;
+    KeyValuePair() = default;
+    KeyValuePair(const K &k, const V &v) : key(k), value(v) {}
+    bool operator==(const KeyValuePair &b) const { return value == b.value && key == b.key; }
+    bool operator!=(const KeyValuePair &b) const { return !(*this == b); }
+};
+struct ArgMax {
+    template <class V, class K>
+    KeyValuePair<K, V> operator()(const KeyValuePair<K, V> &a, const KeyValuePair<K, V> &b) const {
+        return (b.value > a.value || (a.value == b.value && b.key < a.key)) ? b : a;
+    }
+};
+struct ArgMin {
+    template <class V, class K>
+    KeyValuePair<K, V> operator()(const KeyValuePair<K, V> &a, const KeyValuePair<K, V> &b) const {
+        return (b.value < a.value || (a.value == b.value && b.key < a.key)) ? b : a;
+    }
+};
+
 /* CUB's Uninitialized<T>: raw, suitably aligned storage for T, so a
  * __shared__ TempStorage has no constructor to run. */
 template <class T> struct Uninitialized {
