@@ -112,7 +112,7 @@ __global__ void softmax_online(const float *x, float *y, int cols) {
     const int row = blockIdx.x * blockDim.y + threadIdx.y;
     const float *xr = x + (size_t)row * cols;
     float *yr = y + (size_t)row * cols;
-    float m = -INFINITY, d = 0.f;
+    float m = -3.402823466e+38f, d = 0.f;   // -FLT_MAX: no inf - inf
     for (int c = threadIdx.x; c < cols; c += 32) {
         const float v = xr[c], mn = fmaxf(m, v);
         d = d * expf(m - mn) + expf(v - mn);

@@ -25,7 +25,7 @@ __global__ void row_softmax(const float *x, float *y, int cols) {
     const int row = blockIdx.x * blockDim.y + threadIdx.y;
     const float *xr = x + row * cols;
     float *yr = y + row * cols;
-    float m = -INFINITY;
+    float m = -3.402823466e+38f;   // -FLT_MAX
     for (int c = threadIdx.x; c < cols; c += 32) m = fmaxf(m, xr[c]);
     for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffff, m, o));
     float s = 0.f;

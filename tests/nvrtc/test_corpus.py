@@ -69,6 +69,8 @@ def name_expressions(case: str) -> list[str]:
         return ["moves<4>", "moves<32>"]
     if case == "test_limits_cpu.LIMITS_SOURCE":
         return list(_cpu("test_limits_cpu").NAME_EXPRESSIONS)
+    if case == "test_bundles.SOURCE":
+        return ["fill<float>", "fill<int>"]
     return []
 
 
