@@ -184,3 +184,69 @@ def test_block_load_store(ls_mod, algo):
     if algo == "STRIPED":
         gitems = gitems.reshape(GRID, LS_THREADS, LS_ITEMS).transpose(0, 2, 1).reshape(GRID, -1)
     np.testing.assert_array_equal(gout.reshape(GRID, -1), np.where(mask, gitems, 123456))
+
+
+EX_THREADS, EX_ITEMS = 64, 3
+
+# cub::BlockExchange between the arrangements, scatters by rank, and loads
+# through cub::CacheModifiedInputIterator and cub::ThreadLoad/ThreadStore.
+EXCHANGE_SOURCE = r"""
+#include <cub/block/block_exchange.cuh>
+#include <cub/block/block_load.cuh>
+#include <cub/iterator/cache_modified_input_iterator.cuh>
+#include <cub/thread/thread_load.cuh>
+#include <cub/thread/thread_store.cuh>
+
+extern "C" __global__ void exchanges(const int *in, int *to_striped, int *to_blocked,
+                                     int *to_warp, int *reversed, int *through, int *copied) {
+    typedef cub::BlockExchange<int, 64, 3> Exchange;
+    __shared__ typename Exchange::TempStorage temp;
+    const int base = blockIdx.x * 64 * 3;
+    const int t = threadIdx.x;
+    int items[3], out[3];
+    cub::LoadDirectBlocked(t, in + base, items);
+    Exchange(temp).BlockedToStriped(items, out);
+    __syncthreads();
+    for (int i = 0; i < 3; i++) to_striped[base + t * 3 + i] = out[i];
+    cub::LoadDirectStriped<64>(t, in + base, items);
+    Exchange(temp).StripedToBlocked(items);
+    __syncthreads();
+    for (int i = 0; i < 3; i++) to_blocked[base + t * 3 + i] = items[i];
+    cub::LoadDirectBlocked(t, in + base, items);
+    Exchange(temp).BlockedToWarpStriped(items);
+    __syncthreads();
+    for (int i = 0; i < 3; i++) to_warp[base + t * 3 + i] = items[i];
+    int ranks[3];
+    cub::LoadDirectBlocked(t, in + base, items);
+    for (int i = 0; i < 3; i++) ranks[i] = 64 * 3 - 1 - (t * 3 + i);
+    Exchange(temp).ScatterToBlocked(items, ranks);
+    for (int i = 0; i < 3; i++) reversed[base + t * 3 + i] = items[i];
+    cub::CacheModifiedInputIterator<cub::LOAD_LDG, int> it(in + base);
+    cub::LoadDirectBlocked(t, it, items);
+    for (int i = 0; i < 3; i++) through[base + t * 3 + i] = items[i] + it[t];
+    cub::ThreadStore<cub::STORE_CG>(copied + base + t, cub::ThreadLoad<cub::LOAD_LDG>(in + base + t));
+}
+"""
+
+
+def test_block_exchange(cpu):
+    mod = ql.compile(EXCHANGE_SOURCE, device=cpu)
+    rng = np.random.default_rng(11)
+    per = EX_THREADS * EX_ITEMS
+    x = rng.integers(-1000, 1000, GRID * per).astype(np.int32)
+    outs = [poisoned(GRID * per, np.int32) for _ in range(6)]
+    mod.exchanges[GRID, EX_THREADS](x, *outs)
+    to_striped, to_blocked, to_warp, reversed_, through, copied = \
+        (o.reshape(GRID, EX_THREADS, EX_ITEMS) for o in outs)
+    blocks = x.reshape(GRID, per)
+    t = np.arange(EX_THREADS)[:, None]
+    i = np.arange(EX_ITEMS)[None, :]
+    # item i of thread t after the exchange holds element ...
+    np.testing.assert_array_equal(to_striped, blocks[:, i * EX_THREADS + t])
+    np.testing.assert_array_equal(to_blocked, blocks[:, t * EX_ITEMS + i])
+    warp_striped = (t // 32) * 32 * EX_ITEMS + i * 32 + t % 32
+    np.testing.assert_array_equal(to_warp, blocks[:, warp_striped])
+    np.testing.assert_array_equal(reversed_, blocks[:, per - 1 - (t * EX_ITEMS + i)])
+    np.testing.assert_array_equal(through, blocks[:, t * EX_ITEMS + i] + blocks[:, t])
+    np.testing.assert_array_equal(copied.reshape(GRID, per)[:, :EX_THREADS],
+                                  blocks[:, :EX_THREADS])

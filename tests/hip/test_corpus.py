@@ -51,6 +51,7 @@ EXCLUDED = {   # source -> (reason, what the compiler says)
            ("test_cub.SCAN_SOURCE", "cub::BlockScan", "block/block_scan.cuh"),
            ("test_cub_warp.WARP_SOURCE", "cub::WarpReduce", "warp/warp_reduce.cuh"),
            ("test_cub_warp.LOADSTORE_SOURCE", "cub::BlockLoad", "block/block_load.cuh"),
+           ("test_cub_warp.EXCHANGE_SOURCE", "cub::BlockExchange", "block/block_exchange.cuh"),
            ("test_cub_sort.SORT_SOURCE", "cub::BlockRadixSort", "block/block_radix_sort.cuh"))},
 }
 WAVE64_EXCLUDED = {   # source -> the 32-lane warp code in it

@@ -9,6 +9,9 @@
 #include "block/block_load.cuh"
 #include "block/block_store.cuh"
 #include "block/block_radix_sort.cuh"
+#include "block/block_exchange.cuh"
+#include "thread/thread_load.cuh"
+#include "iterator/cache_modified_input_iterator.cuh"
 #include "warp/warp_reduce.cuh"
 #include "warp/warp_scan.cuh"
 #endif

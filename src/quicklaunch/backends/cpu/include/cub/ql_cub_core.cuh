@@ -180,6 +180,28 @@ template <int L> struct logical_warp {
 };
 
 
+/* The value type an iterator reads (a pointer's pointee without const). */
+template <class It> struct value_of {
+    typedef typename It::value_type type;
+    static constexpr bool pointer = false;
+};
+template <class T> struct value_of<T *> {
+    typedef T type;
+    static constexpr bool pointer = true;
+};
+template <class T> struct value_of<const T *> {
+    typedef T type;
+    static constexpr bool pointer = true;
+};
+
+/* CUB's row-major rank at run time. */
+}  // namespace detail
+QL_FN int RowMajorTid(int block_dim_x, int block_dim_y, int block_dim_z) {
+    return (block_dim_z == 1 ? 0 : (int)threadIdx.z * block_dim_x * block_dim_y) +
+           (block_dim_y == 1 ? 0 : (int)threadIdx.y * block_dim_x) + (int)threadIdx.x;
+}
+namespace detail {
+
 /* The tree order of CUB's shuffle reductions: at step s, rank i (a multiple
  * of 2s) takes rank i + s when that rank is valid. v[0] ends as the total. */
 template <class T, class Op> QL_CUB_OUTLINE static T tree_reduce(T *v, int n, Op op) {

@@ -14,6 +14,7 @@
 #define QL_CUB_BLOCK_LOAD_CUH
 
 #include "../ql_cub_core.cuh"
+#include "../thread/thread_load.cuh"   /* CacheLoadModifier, as CUB's header has it */
 
 namespace cub {
 
