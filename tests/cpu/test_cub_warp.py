@@ -224,7 +224,8 @@ extern "C" __global__ void exchanges(const int *in, int *to_striped, int *to_blo
     cub::CacheModifiedInputIterator<cub::LOAD_LDG, int> it(in + base);
     cub::LoadDirectBlocked(t, it, items);
     for (int i = 0; i < 3; i++) through[base + t * 3 + i] = items[i] + it[t];
-    cub::ThreadStore<cub::STORE_CG>(copied + base + t, cub::ThreadLoad<cub::LOAD_LDG>(in + base + t));
+    cub::ThreadStore<cub::STORE_CG>(copied + base + t,
+                                    cub::ThreadLoad<cub::LOAD_LDG>(in + base + t));
 }
 """
 

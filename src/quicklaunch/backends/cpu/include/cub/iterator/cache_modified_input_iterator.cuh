@@ -16,8 +16,12 @@ class CacheModifiedInputIterator {
     template <class Q> CacheModifiedInputIterator(Q *p) : ptr(const_cast<ValueType *>(p)) {}
     ValueType operator*() const { return ThreadLoad<M>(ptr); }
     ValueType operator[](OffsetT n) const { return ThreadLoad<M>(ptr + n); }
-    CacheModifiedInputIterator operator+(OffsetT n) const { return CacheModifiedInputIterator(ptr + n); }
-    CacheModifiedInputIterator operator-(OffsetT n) const { return CacheModifiedInputIterator(ptr - n); }
+    CacheModifiedInputIterator operator+(OffsetT n) const {
+        return CacheModifiedInputIterator(ptr + n);
+    }
+    CacheModifiedInputIterator operator-(OffsetT n) const {
+        return CacheModifiedInputIterator(ptr - n);
+    }
     OffsetT operator-(const CacheModifiedInputIterator &o) const { return (OffsetT)(ptr - o.ptr); }
     CacheModifiedInputIterator &operator+=(OffsetT n) {
         ptr += n;

@@ -8,7 +8,9 @@
 
 namespace cub {
 
-enum CacheLoadModifier { LOAD_DEFAULT, LOAD_CA, LOAD_CG, LOAD_CS, LOAD_CV, LOAD_LDG, LOAD_VOLATILE };
+enum CacheLoadModifier {
+    LOAD_DEFAULT, LOAD_CA, LOAD_CG, LOAD_CS, LOAD_CV, LOAD_LDG, LOAD_VOLATILE
+};
 enum CacheStoreModifier { STORE_DEFAULT, STORE_WB, STORE_CG, STORE_CS, STORE_WT, STORE_VOLATILE };
 
 template <CacheLoadModifier M, class It> QL_FN auto ThreadLoad(It it) {
