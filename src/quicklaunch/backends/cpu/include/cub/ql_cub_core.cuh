@@ -124,7 +124,7 @@ constexpr int warp_threads = 32;
  * out of line and at -O1 (a call costs nothing next to the barriers around
  * it; inlined and vectorised into every kernel they made each instantiation
  * slower to compile). */
-#if defined(__clang__)
+#if defined(__clang__) || !defined(__OPTIMIZE__)   /* clang has no optimize(); -O0 stays -O0 */
 #define QL_CUB_OUTLINE __attribute__((noinline))
 #else
 #define QL_CUB_OUTLINE __attribute__((noinline, optimize("O1")))
