@@ -116,3 +116,81 @@ def test_block_radix_sort(sort_mod, threads, items):
         bits = np.argsort((ukeys[s] >> 4) & 0xff, kind="stable")
         np.testing.assert_array_equal(u_bits[s], ukeys[s][bits])
         np.testing.assert_array_equal(u_striped[s], np.sort(ukeys[s]))
+
+
+# cub::BlockHistogram (both algorithms) and cub::BlockDiscontinuity over a
+# block's sorted keys: heads and tails of runs of equal keys, with and without
+# the neighbouring tiles' items.
+RUNS_SOURCE = r"""
+#include <cub/block/block_histogram.cuh>
+#include <cub/block/block_discontinuity.cuh>
+#include <cuda/std/functional>
+
+extern "C" __global__ void runs(const unsigned char *bytes, const int *keys,
+                                unsigned *histo_sort, unsigned *histo_atomic, int *heads,
+                                int *tails, int *heads_pred, int *tails_succ) {
+    typedef cub::BlockHistogram<unsigned char, 64, 4, 32> HistSort;
+    typedef cub::BlockHistogram<unsigned char, 64, 4, 32, cub::BLOCK_HISTO_ATOMIC> HistAtomic;
+    typedef cub::BlockDiscontinuity<int, 64> Disc;
+    __shared__ typename HistSort::TempStorage ths;
+    __shared__ typename HistAtomic::TempStorage tha;
+    __shared__ typename Disc::TempStorage td;
+    __shared__ unsigned bins_sort[32];
+    __shared__ unsigned bins_atomic[32];
+    const int base = blockIdx.x * 256 + threadIdx.x * 4;
+    unsigned char b[4];
+    int k[4], h[4], t[4];
+    for (int i = 0; i < 4; i++) {
+        b[i] = bytes[base + i];
+        k[i] = keys[base + i];
+    }
+    HistSort(ths).Histogram(b, bins_sort);
+    HistAtomic(tha).Histogram(b, bins_atomic);
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        histo_sort[blockIdx.x * 32 + threadIdx.x] = bins_sort[threadIdx.x];
+        histo_atomic[blockIdx.x * 32 + threadIdx.x] = bins_atomic[threadIdx.x];
+    }
+    Disc(td).FlagHeads(h, k, cuda::std::not_equal_to<int>());
+    __syncthreads();
+    Disc(td).FlagTails(t, k, cuda::std::not_equal_to<int>());
+    for (int i = 0; i < 4; i++) {
+        heads[base + i] = h[i];
+        tails[base + i] = t[i];
+    }
+    __syncthreads();
+    Disc(td).FlagHeads(h, k, cuda::std::not_equal_to<int>(), 3);
+    __syncthreads();
+    Disc(td).FlagTails(t, k, cuda::std::not_equal_to<int>(), 3);
+    for (int i = 0; i < 4; i++) {
+        heads_pred[base + i] = h[i];
+        tails_succ[base + i] = t[i];
+    }
+}
+"""
+
+
+def test_histogram_and_discontinuity(cpu):
+    mod = ql.compile(RUNS_SOURCE, device=cpu)
+    rng = np.random.default_rng(32)
+    per = 256
+    n = GRID * per
+    data = rng.integers(0, 32, n).astype(np.uint8)
+    keys = np.sort(rng.integers(0, 40, (GRID, per)), axis=1).astype(np.int32).reshape(-1)
+    keys[:3] = 3                      # block 0 starts with the predecessor's value
+    hs, ha = poisoned(GRID * 32, np.uint32), poisoned(GRID * 32, np.uint32)
+    flags = [poisoned(n, np.int32) for _ in range(4)]
+    mod.runs[GRID, 64](data, keys, hs, ha, *flags)
+    want = np.stack([np.bincount(data[b * per:(b + 1) * per], minlength=32) for b in range(GRID)])
+    np.testing.assert_array_equal(hs.reshape(GRID, 32), want)
+    np.testing.assert_array_equal(ha.reshape(GRID, 32), want)
+    k = keys.reshape(GRID, per)
+    heads, tails, heads_pred, tails_succ = (f.reshape(GRID, per) for f in flags)
+    inner_heads = (k[:, 1:] != k[:, :-1]).astype(np.int32)
+    np.testing.assert_array_equal(heads[:, 1:], inner_heads)
+    np.testing.assert_array_equal(heads[:, 0], 1)
+    np.testing.assert_array_equal(tails[:, :-1], inner_heads)
+    np.testing.assert_array_equal(tails[:, -1], 1)
+    np.testing.assert_array_equal(heads_pred[:, 1:], inner_heads)
+    np.testing.assert_array_equal(heads_pred[:, 0], (k[:, 0] != 3).astype(np.int32))
+    np.testing.assert_array_equal(tails_succ[:, -1], (k[:, -1] != 3).astype(np.int32))

@@ -52,7 +52,8 @@ EXCLUDED = {   # source -> (reason, what the compiler says)
            ("test_cub_warp.WARP_SOURCE", "cub::WarpReduce", "warp/warp_reduce.cuh"),
            ("test_cub_warp.LOADSTORE_SOURCE", "cub::BlockLoad", "block/block_load.cuh"),
            ("test_cub_warp.EXCHANGE_SOURCE", "cub::BlockExchange", "block/block_exchange.cuh"),
-           ("test_cub_sort.SORT_SOURCE", "cub::BlockRadixSort", "block/block_radix_sort.cuh"))},
+           ("test_cub_sort.SORT_SOURCE", "cub::BlockRadixSort", "block/block_radix_sort.cuh"),
+           ("test_cub_sort.RUNS_SOURCE", "cub::BlockHistogram", "block/block_histogram.cuh"))},
 }
 WAVE64_EXCLUDED = {   # source -> the 32-lane warp code in it
     "test_corpus.REDUCE_SOURCE": "__shfl_down_sync(0xffffffff, ...) warp reductions",

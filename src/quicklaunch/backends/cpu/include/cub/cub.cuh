@@ -10,6 +10,8 @@
 #include "block/block_store.cuh"
 #include "block/block_radix_sort.cuh"
 #include "block/block_exchange.cuh"
+#include "block/block_histogram.cuh"
+#include "block/block_discontinuity.cuh"
 #include "thread/thread_load.cuh"
 #include "iterator/cache_modified_input_iterator.cuh"
 #include "warp/warp_reduce.cuh"
