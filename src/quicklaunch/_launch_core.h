@@ -83,6 +83,9 @@ typedef struct {
     ql_elem *elems;
     PyObject *elem_texts;
     PyObject **elem_ok;
+    /* per parameter, 1 + the torch ScalarType it accepted last (0: none):
+     * a torch tensor's element check is then one compare too */
+    signed char *torch_ok;
 } KernelCore;
 
 typedef struct {

@@ -83,7 +83,9 @@ static void torch_abi_try(void) {
 /* 0 and *out set: accepted. 1: not a tensor, or not decided here (the
  * Python path answers, with its message where it refuses). */
 static inline int pointer_from_torch(KernelCore *k, uint32_t i, PyObject *o, void **out) {
-    if (!torch_abi.base || !PyObject_TypeCheck(o, torch_abi.base)) return 1;
+    if (!torch_abi.base ||
+        (Py_TYPE(o) != torch_abi.tensor && !PyObject_TypeCheck(o, torch_abi.base)))
+        return 1;
     void *h = (char *)o + torch_abi.offset;
     int32_t dev, idx, st;
     bool contiguous;
@@ -95,8 +97,11 @@ static inline int pointer_from_torch(KernelCore *k, uint32_t i, PyObject *o, voi
     if (torch_abi.contiguous(h, &contiguous) || !contiguous) return 1;
     if (k->elems && k->elems[i].kind) {
         if (torch_abi.dtype(h, &st)) return 1;
-        ql_got g = torch_got(st);
-        if (g.kind == '?' || !elem_accepts(&k->elems[i], g)) return 1;
+        if (st + 1 != k->torch_ok[i]) {
+            ql_got g = torch_got(st);
+            if (g.kind == '?' || !elem_accepts(&k->elems[i], g)) return 1;
+            k->torch_ok[i] = (signed char)(st + 1);   /* st < 30 here */
+        }
     }
     return torch_abi.data_ptr(h, out) ? 1 : 0;
 }

@@ -215,7 +215,8 @@ static void free_elems(KernelCore *k);
 static int init_elems(KernelCore *k, PyObject *name, Py_ssize_t n, PyObject *elems) {
     free_elems(k); /* a failed __init__ may be retried */
     k->elem_ok = n ? PyMem_Calloc((size_t)n, sizeof(PyObject *)) : NULL;
-    if (n && !k->elem_ok) { PyErr_NoMemory(); return -1; }
+    k->torch_ok = n ? PyMem_Calloc((size_t)n, 1) : NULL;
+    if (n && (!k->elem_ok || !k->torch_ok)) { PyErr_NoMemory(); return -1; }
     if (!elems || elems == Py_None) return 0;
     PyObject *seq = PySequence_Fast(elems, "elems must be a sequence");
     if (!seq) return -1;
@@ -271,8 +272,10 @@ static void free_elems(KernelCore *k) {
     if (k->elem_ok)
         for (uint32_t i = 0; i < k->nparams; ++i) Py_CLEAR(k->elem_ok[i]);
     PyMem_Free(k->elem_ok);
+    PyMem_Free(k->torch_ok);
     PyMem_Free(k->elems);
     k->elem_ok = NULL;
+    k->torch_ok = NULL;
     k->elems = NULL;
     Py_CLEAR(k->elem_texts);
 }
