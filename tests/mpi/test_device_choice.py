@@ -42,7 +42,14 @@ def test_an_explicit_device_wins(mpirun):
 
 
 def test_quicklaunch_info_shows_each_ranks_choice(mpirun):
-    proc = mpirun(2, "import sys\nfrom quicklaunch.cli import main\nsys.exit(main(['info']))")
+    # Each rank's report is captured and only its mpi line written, in one
+    # short write: the whole reports of two ranks on one pipe interleave
+    # mid-line once they outgrow the pipe's atomic write size.
+    proc = mpirun(2, "import contextlib, io, os, sys\nfrom quicklaunch.cli import main\n"
+                     "buf = io.StringIO()\nwith contextlib.redirect_stdout(buf):\n"
+                     "    rc = main(['info'])\n"
+                     "mine = [ln for ln in buf.getvalue().splitlines() if ln.strip().startswith('mpi ')]\n"
+                     "os.write(1, ('\\n'.join(mine) + '\\n').encode())\nsys.exit(rc)")
     assert proc.returncode == 0, proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if ln.strip().startswith("mpi ")]
     assert sorted(ln.split("local rank ")[1][:1] for ln in lines) == ["0", "1"], proc.stdout
