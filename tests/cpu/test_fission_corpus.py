@@ -117,16 +117,17 @@ def _launch(mod, expr, grid, block, args):
 @pytest.mark.parametrize("case", _cases())
 def test_fission_matches_fibers(cpu, case, monkeypatch):
     fis = _compile(case, True, monkeypatch)
-    fib = _compile(case, False, monkeypatch)
-    _KEEP.extend((fis, fib))
+    _KEEP.append(fis)
     for e in fis.kernels:     # the pass refuses with a reason; it never breaks
         why = fis[e].attributes["tier_reason"]
         assert not any(w in why for w in ("could not parse", "did not compile",
                                           "pass failed")), (e, why)
     accepted = [e for e in fis.kernels if fis[e].tier == "fission"]
-    assert all(fib[e].tier != "fission" for e in fib.kernels)
-    if not accepted:
+    if not accepted:   # (no fibers build to compare with: it would be the same module)
         pytest.skip(f"{case}: no kernel runs as fission")
+    fib = _compile(case, False, monkeypatch)
+    _KEEP.append(fib)
+    assert all(fib[e].tier != "fission" for e in fib.kernels)
     rng = np.random.default_rng(15)
     for expr in accepted:
         base = expr.split("<")[0]
