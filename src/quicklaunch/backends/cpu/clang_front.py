@@ -53,11 +53,15 @@ def _base_args(compiler_path: str, defines: tuple[str, ...]) -> list[str]:
 
 
 def _libclang_version() -> str:
-    try:
-        from importlib.metadata import version
-        return "libclang-" + version("libclang")
-    except Exception:
-        return "libclang-?"
+    """"libclang-<wheel version>", read once per process (the metadata
+    lookup costs ~0.9 ms, and every compile's cache key asks for it)."""
+    if "version" not in _state:
+        try:
+            from importlib.metadata import version
+            _state["version"] = "libclang-" + version("libclang")
+        except Exception:
+            _state["version"] = "libclang-?"
+    return _state["version"]
 
 
 def _pch(ci, compiler_path: str, defines: tuple[str, ...], cache) -> str | None:

@@ -39,8 +39,8 @@ import os
 from dataclasses import dataclass, field
 
 # _base_args, _lock, _pch and _state are the front end's, used here, by shifts.py and in tests
-from .clang_front import (_base_args, _cindex, _in_main, _lock, _namespaces,  # noqa: F401
-                          _pch, _qualified, _Src, _state)
+from .clang_front import (_base_args, _cindex, _in_main, _libclang_version, _lock,  # noqa: F401
+                          _namespaces, _pch, _qualified, _Src, _state)
 from .fission_classify import Classify, Refuse  # noqa: F401
 from .fission_codegen import Codegen
 from .fission_structure import Structure
@@ -60,12 +60,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    try:
-        from importlib.metadata import version
-        v = version("libclang")
-    except Exception:
-        v = "?"
-    return f"fission=libclang-{v}-pass-12"
+    return f"fission={_libclang_version()}-pass-12"
 
 
 @dataclass

@@ -64,12 +64,8 @@ def identity() -> str:
     ci = fission._cindex()
     if isinstance(ci, str):
         return f"{PASS}-no-libclang"
-    try:
-        from importlib.metadata import version
-        v = version("libclang")
-    except Exception:
-        v = "?"
-    return f"{PASS}-libclang-{v}"
+    from .clang_front import _libclang_version
+    return f"{PASS}-{_libclang_version()}"
 
 
 def enabled() -> bool:
