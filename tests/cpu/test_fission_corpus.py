@@ -114,6 +114,28 @@ def _launch(mod, expr, grid, block, args):
         return re.sub(r" \[at instruction 0x[0-9a-f]+\]", " [at instruction ...]", str(exc))
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(request, cpu):
+    """The selected sources' fission builds compiled ahead on both cores
+    (tests/prefetch.py); the tests then read the compile cache."""
+    from tests.prefetch import ahead
+
+    def job(item):
+        return getattr(getattr(item, "callspec", None), "params", {}).get("case")
+    if os.environ.get("QUICKLAUNCH_CPU_FISSION", "1").strip() not in ("0", "no", "off", "false"):
+        ahead(request, job, f"{__name__}:compile_ahead")
+
+
+def compile_ahead(case):
+    """One prefetch job (in a worker process): the fission build of a case."""
+    from tests.nvrtc import test_corpus as tc
+    opts = [o for o in tc.ADAPT.get(case, ([],))[0] if o.startswith("-D")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ql.compile(SOURCES[case], device="cpu", options=opts,
+                   name_expressions=tc.name_expressions(case))
+
+
 @pytest.mark.parametrize("case", _cases())
 def test_fission_matches_fibers(cpu, case, monkeypatch):
     fis = _compile(case, True, monkeypatch)

@@ -120,6 +120,32 @@ def c_offsets(params) -> list[int]:
     return out
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(request):
+    """The selected (source, arch) pairs of the corpus test compiled ahead
+    on both cores (tests/prefetch.py); each test then reads the cache."""
+    from tests.prefetch import ahead
+
+    def job(item):
+        p = getattr(getattr(item, "callspec", None), "params", {})
+        if getattr(item, "originalname", None) != "test_corpus_source_compiles":
+            return None
+        try:
+            if _known(p["arch"]):
+                return None
+        except Exception:   # noqa: BLE001  (no hiprtc: the tests say so themselves)
+            return None
+        return (p["case"], p["arch"])
+    ahead(request, job, f"{__name__}:compile_ahead")
+
+
+def compile_ahead(job):
+    """One prefetch job (in a worker process): hiprtc's compile of a case."""
+    case, arch = job
+    ql.hip.compile(SOURCES[case], arch=arch, options=ADAPT.get(case, ([],))[0],
+                   name_expressions=name_expressions(case))
+
+
 @pytest.mark.parametrize("case, arch", cases())
 def test_corpus_source_compiles(case, arch):
     problem = _known(arch)

@@ -135,6 +135,25 @@ def ptx_params(text: str, symbol: str) -> list[tuple[str, int, int | None]]:
     return out
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(request):
+    """The selected (source, arch) pairs compiled ahead on both cores
+    (tests/prefetch.py); each test then reads the compile cache."""
+    from tests.prefetch import ahead
+
+    def job(item):
+        p = getattr(getattr(item, "callspec", None), "params", {})
+        return (p["case"], p["arch"]) if "case" in p and "arch" in p else None
+    ahead(request, job, f"{__name__}:compile_ahead")
+
+
+def compile_ahead(job):
+    """One prefetch job (in a worker process): NVRTC's compile of a case."""
+    case, arch = job
+    ql.cuda.compile(SOURCES[case], arch=arch, options=ADAPT.get(case, ([],))[0],
+                    name_expressions=name_expressions(case))
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 @pytest.mark.parametrize("case", CASES)
 def test_corpus_source_compiles(case, arch):
