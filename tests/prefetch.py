@@ -25,7 +25,8 @@ def _run(target: str, job) -> None:
 def ahead(request, job_of, target: str, workers: int = 2) -> None:
     """`job_of(item)`: the picklable job of a selected item of this module
     (None: nothing to compile); `target`: "module:function" compiling one."""
-    mine = [it for it in request.session.items if it.module is request.module]
+    mine = [it for it in request.session.items
+            if getattr(it, "module", None) is request.module]   # (doc items have none)
     jobs = list(dict.fromkeys(j for j in map(job_of, mine) if j is not None))
     if len(jobs) < 4:
         return
