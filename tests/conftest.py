@@ -18,3 +18,15 @@ if "QUICKLAUNCH_CACHE_DIR" not in os.environ:
 @pytest.fixture
 def rng():
     return np.random.default_rng(20261130)
+
+
+def pytest_collection_finish(session):
+    """The selected modules' cold compiles start ahead on the second core
+    (tests/prefetch.py)."""
+    from tests import prefetch
+    prefetch.start(session.items)
+
+
+def pytest_sessionfinish(session):
+    from tests import prefetch
+    prefetch.stop()

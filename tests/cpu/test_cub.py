@@ -140,6 +140,29 @@ _SCAN_KERNEL = ("extern \"C\" __global__ void scan_%d(const int *x, const float 
 SCAN_SOURCE = _SCAN_HEAD + "".join(_SCAN_KERNEL % (b, b) for b in SIZES)
 
 
+_AHEAD = {"reduce_mod": "REDUCE_SOURCE", "scan_mod": "SCAN_SOURCE",
+     "test_typedef_kernel_stays_on_fibers": "TYPEDEF_SOURCE",
+     "test_multidimensional_blocks": "DIMS_SOURCE", "test_argmax": "ARGMAX_SOURCE"}
+
+
+def prefetch_job(item):
+    """The source a selected test compiles (tests/prefetch.py)."""
+    from tests.prefetch import named
+    return named(item, _AHEAD)
+
+
+def compile_ahead(name):
+    """One prefetch job (in the worker process): a source's plain CPU build."""
+    ql.compile(globals()[name], device="cpu")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(request):
+    """This module's sources compiled ahead on both cores (tests/prefetch.py);
+    the tests then read the compile cache."""
+    from tests.prefetch import ahead
+    ahead(request)
+
 @pytest.fixture(scope="module")
 def reduce_mod(cpu):
     return ql.compile(REDUCE_SOURCE, device=cpu)

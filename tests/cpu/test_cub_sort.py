@@ -75,6 +75,27 @@ _SORT_KERNEL = ("extern \"C\" __global__ void sort_%d_%d(const unsigned *ukeys, 
 SORT_SOURCE = _SORT_HEAD + "".join(_SORT_KERNEL % (b, n, b, n) for b, n in SHAPES)
 
 
+_AHEAD = {"sort_mod": "SORT_SOURCE", "test_histogram_and_discontinuity": "RUNS_SOURCE"}
+
+
+def prefetch_job(item):
+    """The source a selected test compiles (tests/prefetch.py)."""
+    from tests.prefetch import named
+    return named(item, _AHEAD)
+
+
+def compile_ahead(name):
+    """One prefetch job (in the worker process): a source's plain CPU build."""
+    ql.compile(globals()[name], device="cpu")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(request):
+    """This module's sources compiled ahead on both cores (tests/prefetch.py);
+    the tests then read the compile cache."""
+    from tests.prefetch import ahead
+    ahead(request)
+
 @pytest.fixture(scope="module")
 def sort_mod(cpu):
     return ql.compile(SORT_SOURCE, device=cpu)

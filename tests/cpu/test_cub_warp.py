@@ -101,6 +101,28 @@ LOADSTORE_SOURCE = _LOADSTORE_HEAD + "".join(_LS_KERNEL % (a.lower(), LS_THREADS
                                              for a in LOADS)
 
 
+_AHEAD = {"warp_mod": "WARP_SOURCE", "ls_mod": "LOADSTORE_SOURCE",
+     "test_block_exchange": "EXCHANGE_SOURCE"}
+
+
+def prefetch_job(item):
+    """The source a selected test compiles (tests/prefetch.py)."""
+    from tests.prefetch import named
+    return named(item, _AHEAD)
+
+
+def compile_ahead(name):
+    """One prefetch job (in the worker process): a source's plain CPU build."""
+    ql.compile(globals()[name], device="cpu")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(request):
+    """This module's sources compiled ahead on both cores (tests/prefetch.py);
+    the tests then read the compile cache."""
+    from tests.prefetch import ahead
+    ahead(request)
+
 @pytest.fixture(scope="module")
 def warp_mod(cpu):
     return ql.compile(WARP_SOURCE, device=cpu)

@@ -114,16 +114,19 @@ def _launch(mod, expr, grid, block, args):
         return re.sub(r" \[at instruction 0x[0-9a-f]+\]", " [at instruction ...]", str(exc))
 
 
+def prefetch_job(item):
+    """The source a selected test builds with fission (tests/prefetch.py)."""
+    if os.environ.get("QUICKLAUNCH_CPU_FISSION", "1").strip() in ("0", "no", "off", "false"):
+        return None
+    return getattr(getattr(item, "callspec", None), "params", {}).get("case")
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _compiled_ahead(request, cpu):
     """The selected sources' fission builds compiled ahead on both cores
     (tests/prefetch.py); the tests then read the compile cache."""
     from tests.prefetch import ahead
-
-    def job(item):
-        return getattr(getattr(item, "callspec", None), "params", {}).get("case")
-    if os.environ.get("QUICKLAUNCH_CPU_FISSION", "1").strip() not in ("0", "no", "off", "false"):
-        ahead(request, job, f"{__name__}:compile_ahead")
+    ahead(request)
 
 
 def compile_ahead(case):

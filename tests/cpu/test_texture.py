@@ -65,6 +65,27 @@ BLOCK = 64
 rng = np.random.default_rng(20261202)
 
 
+_AHEAD = {"mod": "TEXTURE_SOURCE", "test_fetches_in_a_kernel_with_barriers": "TILED_TEXTURE_SOURCE"}
+
+
+def prefetch_job(item):
+    """The source a selected test compiles (tests/prefetch.py)."""
+    from tests.prefetch import named
+    return named(item, _AHEAD)
+
+
+def compile_ahead(name):
+    """One prefetch job (in the worker process): a source's plain CPU build."""
+    ql.compile(globals()[name], device="cpu")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(request):
+    """This module's sources compiled ahead on both cores (tests/prefetch.py);
+    the tests then read the compile cache."""
+    from tests.prefetch import ahead
+    ahead(request)
+
 @pytest.fixture(scope="module")
 def mod():
     return ql.compile(TEXTURE_SOURCE, device="cpu")

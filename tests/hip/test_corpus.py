@@ -120,23 +120,25 @@ def c_offsets(params) -> list[int]:
     return out
 
 
+def prefetch_job(item):
+    """The (source, arch) pair a selected test compiles (tests/prefetch.py)."""
+    p = getattr(getattr(item, "callspec", None), "params", {})
+    if getattr(item, "originalname", None) != "test_corpus_source_compiles":
+        return None
+    try:
+        if _known(p["arch"]):
+            return None
+    except Exception:   # noqa: BLE001  (no hiprtc: the tests say so themselves)
+        return None
+    return (p["case"], p["arch"])
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _compiled_ahead(request):
     """The selected (source, arch) pairs of the corpus test compiled ahead
     on both cores (tests/prefetch.py); each test then reads the cache."""
     from tests.prefetch import ahead
-
-    def job(item):
-        p = getattr(getattr(item, "callspec", None), "params", {})
-        if getattr(item, "originalname", None) != "test_corpus_source_compiles":
-            return None
-        try:
-            if _known(p["arch"]):
-                return None
-        except Exception:   # noqa: BLE001  (no hiprtc: the tests say so themselves)
-            return None
-        return (p["case"], p["arch"])
-    ahead(request, job, f"{__name__}:compile_ahead")
+    ahead(request)
 
 
 def compile_ahead(job):

@@ -135,16 +135,18 @@ def ptx_params(text: str, symbol: str) -> list[tuple[str, int, int | None]]:
     return out
 
 
+def prefetch_job(item):
+    """The (source, arch) pair a selected test compiles (tests/prefetch.py)."""
+    p = getattr(getattr(item, "callspec", None), "params", {})
+    return (p["case"], p["arch"]) if "case" in p and "arch" in p else None
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _compiled_ahead(request):
     """The selected (source, arch) pairs compiled ahead on both cores
     (tests/prefetch.py); each test then reads the compile cache."""
     from tests.prefetch import ahead
-
-    def job(item):
-        p = getattr(getattr(item, "callspec", None), "params", {})
-        return (p["case"], p["arch"]) if "case" in p and "arch" in p else None
-    ahead(request, job, f"{__name__}:compile_ahead")
+    ahead(request)
 
 
 def compile_ahead(job):
