@@ -5,7 +5,7 @@ GIL (the CPU device's source passes walk libclang's tree in Python) or in a
 child compiler, so one core idles. A test module whose tests are mostly
 cold compiles says which compile jobs its selected tests need: a
 module-level `prefetch_job(item)` (the picklable job of one collected item,
-or None) and `compile_ahead(job)` (compiling one job, in another process).
+a list of them, or None) and `compile_ahead(job)` (compiling one job, in another process).
 
 When collection ends, `start` hands every selected module's jobs, in the
 order the tests run, to one spawned worker process, which writes the
@@ -72,15 +72,16 @@ def start(items) -> None:
             job = job_of(it)
         except Exception:   # noqa: BLE001  (the test says what is wrong)
             job = None
-        if job is None:
-            continue
-        entry = (f"{mod.__name__}:compile_ahead", job)
-        if entry in spans.get(mod.__name__, {}).get("seen", ()):
-            continue
-        span = spans.setdefault(mod.__name__, {"seen": set(), "at": []})
-        span["seen"].add(entry)
-        span["at"].append(len(jobs))
-        jobs.append(entry)
+        for job in (job if isinstance(job, list) else [job]):   # (a list: several)
+            if job is None:
+                continue
+            entry = (f"{mod.__name__}:compile_ahead", job)
+            if entry in spans.get(mod.__name__, {}).get("seen", ()):
+                continue
+            span = spans.setdefault(mod.__name__, {"seen": set(), "at": []})
+            span["seen"].add(entry)
+            span["at"].append(len(jobs))
+            jobs.append(entry)
     if not jobs:
         return
     ctx = multiprocessing.get_context("spawn")

@@ -115,11 +115,28 @@ def test_queued_stream_work_keeps_the_code_mapped(cpu):
     stream.close()
 
 
+# The 40 distinct sources of test_thousands_of_loads_stay_flat (new each
+# session), compiled ahead on the second core (tests/prefetch.py): the test
+# is about the loads after their first compile, not that compile. (No
+# compiling here at the module's start: these tests count loads.)
+_LOADS_SOURCES = [src(i) for i in range(40)]
+
+
+def prefetch_job(item):
+    return list(_LOADS_SOURCES) if item.originalname == "test_thousands_of_loads_stay_flat" \
+        else None
+
+
+def compile_ahead(source):
+    """One prefetch job (in the worker process): a source's plain CPU build."""
+    ql.compile(source, device="cpu")
+
+
 def test_thousands_of_loads_stay_flat(cpu):
     """40 distinct modules compiled once, then loaded again and again (each
     load a fresh dlopen of the cache entry, through ql.compile): after the
     first batch, mappings, descriptors and RSS stay where they were."""
-    sources = [src(i) for i in range(40)]
+    sources = _LOADS_SOURCES
     for s in sources:
         ql.compile(s, device=cpu)
     collect()
