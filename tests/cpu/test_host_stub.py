@@ -203,4 +203,10 @@ def test_arguments_changed_in_the_stub_are_what_launches(tmp_path):
     out = subprocess.run(argv + ["--args", sys.executable, str(script)], capture_output=True,
                          text=True, timeout=300, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     text = out.stdout + out.stderr
+    if "Couldn't write extended state status" in text:
+        # some VMs' ptrace refuses writes to the vector registers that hold
+        # `a`: the int argument's change must still be what launched
+        assert "y [2.5, 2.5, 2.5, 0.0, 0.0, 0.0, 0.0, 0.0]" in text, text[-3000:]
+        pytest.skip("this machine's ptrace cannot write vector registers (gdb: \"Couldn't write "
+                    "extended state status\"); only `set var n` was checked")
     assert "y [4.0, 4.0, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0]" in text, text[-3000:]
