@@ -49,6 +49,15 @@ static PyObject *LaunchError, *LaunchTypeError, *LaunchValueError, *LaunchOverfl
  * lanes > 1 for vector types. kind 0: any element (void *, char *, ...). */
 typedef struct { char kind; uint8_t lanes; uint16_t size; } ql_elem;
 
+/* A parameter's memo of the torch tensor it accepted last: st, 1 + its
+ * ScalarType (0: none yet); word, its dtype, device and contiguity bytes as
+ * the TensorImpl holds them, with the element size in the top byte (0:
+ * none; _launch_torch.h's window). */
+typedef struct {
+    uint64_t word;
+    signed char st;
+} ql_torch_memo;
+
 typedef struct {
     PyObject_HEAD
     ql_launch_fn launch;
@@ -83,9 +92,9 @@ typedef struct {
     ql_elem *elems;
     PyObject *elem_texts;
     PyObject **elem_ok;
-    /* per parameter, 1 + the torch ScalarType it accepted last (0: none):
-     * a torch tensor's element check is then one compare too */
-    signed char *torch_ok;
+    /* per parameter, what a torch tensor it accepted last looked like: a
+     * repeat is then one compare too (_launch_torch.h) */
+    ql_torch_memo *torch_ok;
 } KernelCore;
 
 typedef struct {

@@ -127,7 +127,7 @@ static int pointer_from_ctypes(KernelCore *k, uint32_t i, PyObject *o, void **ou
 }
 
 static int pointer_slow(KernelCore *k, uint32_t i, PyObject *o, void **out, pack_ctx *c) {
-    if (pointer_from_torch(k, i, o, out) == 0) return 0; /* a torch tensor, at C speed */
+    if (torch_pointer_slow(k, i, o, out) == 0) return 0; /* a torch tensor, at C speed */
     if (o == Py_None) { *out = NULL; return 0; }
     if (PyBool_Check(o) || PyFloat_Check(o) || PyUnicode_Check(o))
         return wrong_kind(k, i, o, "an array, a ql buffer or an int address");

@@ -215,7 +215,7 @@ static void free_elems(KernelCore *k);
 static int init_elems(KernelCore *k, PyObject *name, Py_ssize_t n, PyObject *elems) {
     free_elems(k); /* a failed __init__ may be retried */
     k->elem_ok = n ? PyMem_Calloc((size_t)n, sizeof(PyObject *)) : NULL;
-    k->torch_ok = n ? PyMem_Calloc((size_t)n, 1) : NULL;
+    k->torch_ok = n ? PyMem_Calloc((size_t)n, sizeof(ql_torch_memo)) : NULL;
     if (n && (!k->elem_ok || !k->torch_ok)) { PyErr_NoMemory(); return -1; }
     if (!elems || elems == Py_None) return 0;
     PyObject *seq = PySequence_Fast(elems, "elems must be a sequence");
