@@ -145,6 +145,22 @@ def test_launcher_waits_behind_queued_stream_work(torch, cpu_module):
     s.close()
 
 
+def test_launcher_built_before_any_stream_still_waits(torch, cpu_module, monkeypatch):
+    # The launcher skips the queued-work query until a CPU stream exists:
+    # one made after the launcher must still be waited for.
+    from quicklaunch.backends.cpu import runtime
+    monkeypatch.setattr(runtime.StreamsSeen, "made", False)
+    run = ql.torch.launcher(cpu_module.saxpy, 4, 256)
+    x, y = torch.ones(N), torch.full((N,), 0.5)
+    run(1.0, x, y, N)
+    assert torch.all(y == 1.5)
+    with ql.Stream(device="cpu") as s:
+        assert runtime.StreamsSeen.made
+        cpu_module.saxpy[4, 256, 0, s](1.0, x, y, N)
+        run(1.0, x, y, N)
+        assert torch.all(y == 3.5)
+
+
 def test_op_refuses_a_struct_parameter(torch):
     mod = ql.compile(r'''struct P { float a, b; };
 extern "C" __global__ void k(P p, float *y) {}''', device="cpu")

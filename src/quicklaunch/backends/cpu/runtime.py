@@ -42,6 +42,13 @@ def library_path() -> Path:
                       "quicklaunch ('pip install --force-reinstall quicklaunch')")
 
 
+class StreamsSeen:
+    """``made`` turns true when the first CPU stream is created: until then
+    no launch can be queued (only streams queue), so a caller that would
+    ask ql_cpu_queued_work (a ctypes call, ~150 ns) can skip it."""
+    made = False
+
+
 @functools.lru_cache(maxsize=1)
 def library() -> ctypes.CDLL:
     lib = ctypes.CDLL(str(library_path()), mode=ctypes.RTLD_LOCAL)

@@ -64,6 +64,7 @@ class CpuStreamOps:
 
     # -------------------------------------------------------------- streams
     def stream_create(self) -> int:
+        runtime.StreamsSeen.made = True
         out = c_uint64()
         status = self._stream_create(byref(out))
         if status == _TOO_MANY:
