@@ -1,6 +1,8 @@
 """saxpy (y = a*x + y, float32) on the CPU device at N = 1e3, 1e5, 1e7,
-side by side with NumPy in place and a single-threaded C loop (-O3
--march=native), all in this process.
+side by side with NumPy in place, a single-threaded C loop (-O3
+-march=native) in this process, and the same loop in C with OpenMP on as
+many threads as the CPU device has (-O3 -march=native -fopenmp, in a child
+process: harness/omp_saxpy.c).
 
     python -m quicklaunch.bench.cpu.saxpy [--repeats 15] [--out FILE]
 
@@ -13,13 +15,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
 import sys
 
 import numpy as np
 
 import quicklaunch as ql
 
-from ..harness.baseline import library
+from ..harness.baseline import library, omp_saxpy, omp_saxpy_ns
 from ..harness.results import save
 from ..harness.timing import median, ns_per_call
 
@@ -40,6 +43,12 @@ def main(argv=None, results_dir=None) -> int:
     args = p.parse_args(argv)
     mod = ql.compile(SOURCE, device="cpu")
     lib = library()
+    from ...backends.cpu import runtime
+    threads = runtime.threads()
+    try:   # built before anything is timed: the build is not beside a measurement
+        omp_saxpy()
+    except RuntimeError:
+        pass   # each row then says why
     rng = np.random.default_rng(1)
     rows = []
     for n in (1_000, 100_000, 10_000_000):
@@ -60,13 +69,20 @@ def main(argv=None, results_dir=None) -> int:
         np_ns = median(ns_per_call(numpy_step, inner), args.repeats)
         c_ns = statistics.median(lib.ql_bench_saxpy_ns(1.5, x.ctypes.data, y.ctypes.data, n,
                                                        inner) for _ in range(args.repeats))
+        try:
+            omp_ns = omp_saxpy_ns(n, inner, args.repeats, threads)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as exc:
+            omp_ns, omp_why = None, str(exc).splitlines()[0]
         gbs = 12 * n / ql_ns
         rows.append({"n": n, "quicklaunch_ns": ql_ns, "numpy_ns": np_ns, "c_loop_ns": c_ns,
-                     "quicklaunch_GBps": gbs})
+                     "c_openmp_ns": omp_ns, "quicklaunch_GBps": gbs})
+        omp = (f"C OpenMP {threads} threads {omp_ns / 1e3:9.1f} us (quicklaunch "
+               f"{ql_ns / omp_ns:4.2f}x its time)" if omp_ns else f"C OpenMP: {omp_why}")
         print(f"N={n:>10,}  quicklaunch {ql_ns / 1e3:9.1f} us ({gbs:5.1f} GB/s)  "
               f"numpy {np_ns / 1e3:9.1f} us ({np_ns / ql_ns:4.2f}x)  "
-              f"C loop 1 thread {c_ns / 1e3:9.1f} us ({c_ns / ql_ns:4.2f}x)")
-    print("(ratios: other / quicklaunch; above 1 means quicklaunch is faster)")
+              f"C loop 1 thread {c_ns / 1e3:9.1f} us ({c_ns / ql_ns:4.2f}x)  {omp}")
+    print("(numpy and C loop: other / quicklaunch, above 1 means quicklaunch is faster; "
+          "OpenMP: quicklaunch / OpenMP, the goal is <= 1.15)")
     save({"threads": ql.device("cpu").description, "rows": rows}, args.out, results_dir,
          "saxpy-cpu.json")
     return 0

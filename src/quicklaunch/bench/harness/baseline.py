@@ -160,3 +160,34 @@ class CBaseline:
         if not self.sync:
             raise RuntimeError("no synchronise function was named for this device")
         return self._ns(self.lib.ql_bench_sync_ns(self.sync, iters), "a synchronisation")
+
+
+OMP_SOURCE = Path(__file__).with_name("omp_saxpy.c")
+
+
+@functools.lru_cache(maxsize=1)
+def omp_saxpy() -> str:
+    """omp_saxpy.c built as a program with -fopenmp; RuntimeError saying why
+    when there is no C compiler or it has no OpenMP."""
+    cc = find_cc()
+    if cc is None:
+        raise RuntimeError("no C compiler ($CC, cc, gcc or clang) for the OpenMP baseline")
+    out = Path(tempfile.mkdtemp(prefix="quicklaunch-bench-")) / "omp_saxpy"
+    cmd = [cc, "-std=gnu11", "-O3", "-march=native", "-fopenmp", "-o", str(out),
+           str(OMP_SOURCE)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"building the OpenMP baseline failed: {' '.join(cmd)}\n"
+                           f"{proc.stderr}")
+    return str(out)
+
+
+def omp_saxpy_ns(n: int, inner: int, repeats: int, threads: int) -> float:
+    """Median ns per OpenMP saxpy pass over n floats with `threads` threads,
+    measured in a child process (see omp_saxpy.c)."""
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), OMP_PROC_BIND="false")
+    proc = subprocess.run([omp_saxpy(), str(n), str(inner), str(repeats)], env=env,
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the OpenMP baseline failed ({proc.returncode}): {proc.stderr}")
+    return float(proc.stdout.split()[0])

@@ -109,8 +109,20 @@ static inline void set_launch(const ql_cpu_dims *d) {
 
 // Whether the launch has failed (another block's assert): read through the
 // launch's own record, not thread-local state.
+// A volatile read, not an atomic one: GCC treats any __atomic builtin as a
+// clobber of all memory, so the kernel's thread-local coordinates (and their
+// address, a __tls_get_addr call that spills every vector register) would be
+// reloaded after it, on every block. The word is an aligned int written once
+// by an atomic compare-exchange; a plain load sees it, later at worst.
 static inline bool failed(const ql_cpu_dims *d) {
-    return __atomic_load_n(&d->error->code, __ATOMIC_RELAXED) != 0;
+    return *(const volatile int *)&d->error->code != 0;
+}
+
+// Makes the block's coordinates visible in memory here (the fault handler
+// reads them), without clobbering anything else: the stores to blockIdx are
+// otherwise dead until the loop's end, and the compiler would sink them.
+static inline __attribute__((always_inline)) void publish_block() {
+    __asm__ __volatile__("" : : "m"(blockIdx));
 }
 
 // The runtime's fault handler asks where the fault happened (see
@@ -147,10 +159,16 @@ struct entry<void (*)(A...), F> {
     // One row of threads (fixed y, z) with a block width known at compile
     // time: the compiler can then prove that blockIdx.x * blockDim.x +
     // threadIdx.x does not wrap and vectorise the row.
+    // The row runs over the global x index as a signed int (`base` is the
+    // block's blockIdx.x * blockDim.x, known to fit): in the inlined body
+    // blockIdx.x * blockDim.x + threadIdx.x folds to that index, so a bounds
+    // test `if (i < n)` compares an induction variable that cannot overflow
+    // with an invariant, and the compiler splits the row at n into a loop
+    // without the test (vectorised without masks) and an empty rest.
     template <unsigned BX>
-    static inline __attribute__((always_inline)) void row(A... a) {
-        for (unsigned x = 0; x < BX; ++x) {
-            threadIdx.x = x;
+    static inline __attribute__((always_inline)) void row(int base, A... a) {
+        for (int i = base; i < base + (int)BX; ++i) {
+            threadIdx.x = (unsigned)i - (unsigned)base;
             F(a...);
         }
     }
@@ -171,6 +189,7 @@ struct entry<void (*)(A...), F> {
         set_block(first, gx, gy);
         for (uint64_t b = first; b < last; ++b, next_block(gx, gy)) {
             if (failed(d)) return;
+            publish_block();
 #ifndef QL_DEBUG
             // Common widths get a specialised row when the global x index
             // of this block fits an int (true for any realistic launch). The
@@ -186,12 +205,12 @@ struct entry<void (*)(A...), F> {
 #ifndef QL_DEBUG
                     if (fits) {
                         switch (bx) {
-                        case 32: row<32>(a...); continue;
-                        case 64: row<64>(a...); continue;
-                        case 128: row<128>(a...); continue;
-                        case 256: row<256>(a...); continue;
-                        case 512: row<512>(a...); continue;
-                        case 1024: row<1024>(a...); continue;
+                        case 32: row<32>((int)base, a...); continue;
+                        case 64: row<64>((int)base, a...); continue;
+                        case 128: row<128>((int)base, a...); continue;
+                        case 256: row<256>((int)base, a...); continue;
+                        case 512: row<512>((int)base, a...); continue;
+                        case 1024: row<1024>((int)base, a...); continue;
                         default: break;
                         }
                     }
@@ -307,6 +326,7 @@ struct fission<void (*)(A...), G> {
         set_block(first, gx, gy);
         for (uint64_t b = first; b < last; ++b, next_block(gx, gy)) {
             if (failed(d)) return;
+            publish_block();
             G(a...);
         }
     }
