@@ -56,6 +56,24 @@ def test_non_canonical_address_is_named():
     assert "block (0, 0, 0)" in wild
 
 
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="x86-64 addresses")
+def test_non_canonical_address_is_named_for_every_launch_shape():
+    # The compiler may reach the wild address through RBP (a one-block
+    # launch here): then the CPU raises a stack-segment fault, which Linux
+    # delivers as SIGBUS, not SIGSEGV; both are named for what they are.
+    rc, out, err = _runaway.run("""
+for grid, block in ((1, 1), (1, 4), (2, 4), (1, 32), (3, 64)):
+    try:
+        m.wild[grid, block](np.zeros(4, np.float32))
+    except ql.LaunchError as e:
+        print("caught", grid, block, e)
+""")
+    caught = [s for s in out.splitlines() if s.startswith("caught")]
+    assert len(caught) == 5, (out, err)
+    for line in caught:
+        assert "non-canonical address" in line and "0x0 " not in line, line
+
+
 def test_exit_ends_the_process_when_faults_are_not_caught():
     rc, out, err = _runaway.run("m.ends[1, 32](np.zeros(32, np.int32), 1, 3)\nprint('after')",
                                 QUICKLAUNCH_CPU_CATCH_FAULTS="0")

@@ -153,6 +153,19 @@ static const char *describe(out *o, int sig, const siginfo_t *si, const ucontext
         return 0;
     }
     case SIGBUS:
+#if defined(SI_KERNEL) && (defined(__x86_64__) || defined(__i386__))
+        if (si->si_code == SI_KERNEL && addr == 0) {
+            /* x86-64: the same wild pointer reached through a base register
+             * of RBP or RSP is a stack-segment fault (#SS), which Linux
+             * reports as SIGBUS with no address. */
+            put(o, "invalid memory access at a non-canonical address (SIGBUS, stack-segment "
+                   "fault at instruction ");
+            put_hex(o, instruction(uc));
+            put(o, "; the kernel computed a wild pointer, whose bits 48-63 are not a sign "
+                   "extension, and the CPU does not report its exact address)");
+            return 0;
+        }
+#endif
         put(o, si->si_code == BUS_ADRALN ? "misaligned access at address "
                                          : "bus error at address ");
         put_hex(o, addr);
