@@ -19,6 +19,7 @@
 #include "_launch_buffer.h"
 #include "_launch_pointers.h" /* and, through it, _launch_interop.h */
 #include "_launch_texture.h"  /* ql.Texture arguments */
+#include "_launch_stub_tls.h" /* the host stubs' launch record */
 
 /* -------------------------------------------------------------- pointers */
 
@@ -558,6 +559,8 @@ static PyMethodDef module_methods[] = {
      "Registers where a TensorImpl keeps its fields (quicklaunch.frameworks._torch_abi)."},
     {"_torch_direct_keys", torch_direct_keys, METH_NOARGS,
      "The torch dispatch key sets whose tensors are read without a call."},
+    {"_stub_tls_offset", stub_tls_offset, METH_NOARGS,
+     "The host stubs' launch record: its offset from the thread pointer (0: none)."},
     {"_set_capture_hook", set_capture_hook, METH_O,
      "Installs the graph recorder (None removes it); returns the previous one."},
     {"_set_trace_hook", set_trace_hook, METH_O,

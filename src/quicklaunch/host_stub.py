@@ -284,7 +284,7 @@ def stub_source(kernels, source: str | None = None) -> tuple[str, dict[str, str]
                 f"__asm__(\"{sym}\");\n"
                 f"__attribute__((noinline, noclone, used)) static int {ph}({decl}) {{\n"
                 f"    void *ql_args[] = {{{refs}}};\n"
-                f"    ql_config *ql_c = &ql_stub_config;\n"
+                f"    ql_config *ql_c = ql_stub_record();\n"
                 f"    return ql_stub_launch(ql_c->func, ql_c->g[0], ql_c->g[1], ql_c->g[2], "
                 f"ql_c->b[0], ql_c->b[1], ql_c->b[2], ql_c->shared, ql_c->stream, ql_args, "
                 f"ql_c->extra);\n}}\n")
@@ -296,7 +296,7 @@ def stub_source(kernels, source: str | None = None) -> tuple[str, dict[str, str]
             f"ql_stub_trampoline_{i}(void *ql_func, unsigned ql_gx, unsigned ql_gy, "
             f"unsigned ql_gz, unsigned ql_bx, unsigned ql_by, unsigned ql_bz, "
             f"unsigned ql_shared, void *ql_stream, void **ql_params, void **ql_extra) {{\n"
-            f"    ql_config *ql_c = &ql_stub_config;\n"
+            f"    ql_config *ql_c = ql_stub_record();\n"
             f"    ql_c->func = ql_func; ql_c->g[0] = ql_gx; ql_c->g[1] = ql_gy; "
             f"ql_c->g[2] = ql_gz;\n"
             f"    ql_c->b[0] = ql_bx; ql_c->b[1] = ql_by; ql_c->b[2] = ql_bz; "
@@ -309,10 +309,24 @@ def stub_source(kernels, source: str | None = None) -> tuple[str, dict[str, str]
         "unsigned, unsigned, unsigned, void *, void **, void **);\n"
         "struct ql_config { void *func; unsigned g[3], b[3], shared; void *stream; "
         "void **extra; };\n"
-        "static __thread ql_config ql_stub_config;   /* default TLS model: no static TLS per module */\n"
+        "/* The launch record: quicklaunch._launch's, at ql_stub_tp_off from the thread\n"
+        " * pointer (_launch_stub_tls.h: no __tls_get_addr call); this library's own\n"
+        " * where that is 0 (default TLS model: no static TLS per module). */\n"
+        "static __thread ql_config ql_stub_config_own;\n"
+        "static long ql_stub_tp_off;\n"
         "static ql_launch_fn ql_stub_launch;\n"
+        "static inline __attribute__((always_inline)) ql_config *ql_stub_record(void) {\n"
+        "    char *tp = 0;\n"
+        "#if defined(__x86_64__)\n"
+        "    __asm__(\"mov %%fs:0, %0\" : \"=r\"(tp));\n"
+        "#elif defined(__aarch64__)\n"
+        "    __asm__(\"mrs %0, tpidr_el0\" : \"=r\"(tp));\n"
+        "#endif\n"
+        "    return ql_stub_tp_off ? (ql_config *)(tp + ql_stub_tp_off) : &ql_stub_config_own;\n"
+        "}\n"
         "extern \"C\" __attribute__((visibility(\"default\"))) void "
-        "ql_stub_init(void *launch) { ql_stub_launch = (ql_launch_fn)launch; }\n")
+        "ql_stub_init(void *launch, long tp_off) { ql_stub_launch = (ql_launch_fn)launch; "
+        "ql_stub_tp_off = tp_off; }\n")
     return head + "\n".join(t.decls) + "\n" + "\n".join(bodies), names
 
 
@@ -351,9 +365,10 @@ class StubLibrary:
     def __init__(self, path: str, launch_entry: int, count: int):
         self.path = path
         self._lib = ctypes.CDLL(path)
-        self._lib.ql_stub_init.argtypes = [ctypes.c_void_p]
+        self._lib.ql_stub_init.argtypes = [ctypes.c_void_p, ctypes.c_long]
         self._lib.ql_stub_init.restype = None
-        self._lib.ql_stub_init(launch_entry)
+        from . import _launch
+        self._lib.ql_stub_init(launch_entry, _launch._stub_tls_offset())
         self.trampolines = tuple(
             ctypes.cast(getattr(self._lib, f"ql_stub_trampoline_{i}"), ctypes.c_void_p).value
             for i in range(count))
