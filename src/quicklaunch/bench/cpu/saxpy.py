@@ -14,6 +14,7 @@ the result as JSON to --out (benchmarks/saxpy.py: benchmarks/results/saxpy-cpu.j
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,15 @@ extern "C" __global__ void saxpy(float a, const float *__restrict__ x, float *__
 """
 
 
+def pool_threads() -> int:
+    """The CPU device's pool size, as its runtime chooses it (pool.c):
+    QUICKLAUNCH_CPU_THREADS when it is a positive int, else the online CPUs."""
+    value = os.environ.get("QUICKLAUNCH_CPU_THREADS", "")
+    if value.isdigit() and int(value) >= 1:
+        return min(int(value), 256)
+    return max(1, os.cpu_count() or 1)
+
+
 def main(argv=None, results_dir=None) -> int:
     p = argparse.ArgumentParser(prog="python -m quicklaunch.bench.cpu.saxpy",
                                 description="saxpy on the CPU device beside NumPy and a C loop")
@@ -43,8 +53,7 @@ def main(argv=None, results_dir=None) -> int:
     args = p.parse_args(argv)
     mod = ql.compile(SOURCE, device="cpu")
     lib = library()
-    from ...backends.cpu import runtime
-    threads = runtime.threads()
+    threads = pool_threads()
     try:   # built before anything is timed: the build is not beside a measurement
         omp_saxpy()
     except RuntimeError:
