@@ -43,6 +43,7 @@ from .clang_front import (_base_args, _cindex, _in_main, _libclang_version, _loc
                           _namespaces, _pch, _qualified, _Src, _state)
 from .fission_classify import Classify, Refuse  # noqa: F401
 from .fission_codegen import Codegen
+from .fission_remat import Remat
 from .fission_structure import Structure
 
 ENV = "QUICKLAUNCH_CPU_FISSION"   # "0": every barrier kernel runs as fibers
@@ -60,7 +61,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-12"
+    return f"fission={_libclang_version()}-pass-14"
 
 
 @dataclass
@@ -74,7 +75,7 @@ class Result:
 
 
 
-class _Kernel(Classify, Structure, Codegen):
+class _Kernel(Classify, Structure, Codegen, Remat):
     """The analysis and rewrite of one kernel definition."""
 
     def __init__(self, ci, fn, src: _Src, main: str, filename: str, defs: dict):

@@ -102,20 +102,26 @@ class Codegen:
         return "".join(out)
 
     def thread_loop(self, rid, body_text: str, names_used: set, declared=(),
-                    write=True) -> str:
+                    write=True, written=None) -> str:
         """A loop over the block's threads around `body_text`. Replicated
         locals are copied in at the start and out at the end (a register in
-        the loop, not memory that the kernel's pointers might alias)."""
+        the loop, not memory that the kernel's pointers might alias); out
+        only those the region declares or may write (`written`: hashes, None
+        for all), since the scratch still holds the others' values."""
+        names_used = self.with_inputs(names_used) - set(declared)
         order = sorted(names_used, key=lambda h: self.index[h])
         refs = "".join(f"__ql_T{self.index[h]} "
                        f"{'&' if self.is_array(self.replicated[h]) else ''}"
-                       f"{self.replicated[h].spelling} = __ql_r{self.index[h]}[__ql_t]; "
+                       f"{self.replicated[h].spelling} = "
+                       + (f"({self.remat[h]}); " if h in self.remat else
+                          f"__ql_r{self.index[h]}[__ql_t]; ")
                        for h in order)
         if write:   # arrays are the scratch itself: nothing to copy out
+            stored = set(names_used) if written is None else set(names_used) & set(written)
             outs = "".join(f" __ql_r{self.index[h]}[__ql_t] = {self.replicated[h].spelling};"
-                           for h in sorted(set(names_used) | set(declared),
+                           for h in sorted(stored | set(declared),
                                            key=lambda h: self.index[h])
-                           if not self.is_array(self.replicated[h]))
+                           if not self.is_array(self.replicated[h]) and h not in self.remat)
             body_text = body_text + "\n" + outs
         skip = "if (__ql_exited[__ql_t]) continue; " if self.returns else ""
         tail = f" __ql_next{rid}:;" if self.returns else ""
@@ -142,8 +148,13 @@ class Codegen:
                             for v in st.get_children() if v.hash in self.replicated}
                 text = "".join(self.line(st.extent.start.offset) + self.piece(st, ed, rid)
                                for st, ed in pieces)
+                # what the region may assign (written_vars: assignments,
+                # ++/--, & and passing by reference, conservatively)
+                written = set()
+                for st, _ in pieces:
+                    written |= set(self.written_vars(st))
                 out.append(self.thread_loop(rid, text, self.region_uses(rid, declared),
-                                            declared))
+                                            declared, written=written))
                 if self.returns:
                     out.append("\nif (__ql_gone == __ql_n) return;")
             elif k == "barrier":
@@ -179,6 +190,7 @@ class Codegen:
 
     def generate(self, fname: str) -> str:
         self.index = {h: i for i, h in enumerate(self.replicated)}
+        self.remat = self.rematerialisable()   # fission_remat.py
         fn = self.fn
         tmpl = ""
         if fn.kind == self.CK.FUNCTION_TEMPLATE:
