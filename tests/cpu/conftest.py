@@ -34,3 +34,31 @@ def poisoned(shape, dtype):
     else:
         a.fill(np.iinfo(a.dtype).max)
     return a
+
+
+def both_tiers(device, source):
+    """(fission module, fibers module) of `source`: compiled with
+    QUICKLAUNCH_CPU_FISSION=1, then =0 (the tier is chosen at compile time)."""
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setenv("QUICKLAUNCH_CPU_FISSION", "1")
+        fis = ql.compile(source, device=device)
+        mp.setenv("QUICKLAUNCH_CPU_FISSION", "0")
+        fib = ql.compile(source, device=device)
+    finally:
+        mp.undo()
+    return fis, fib
+
+
+def run_both_tiers(mods, name, grid, block, *args):
+    """Runs kernel `name` of both modules (both_tiers) on copies of `args`:
+    the arrays must come out the same bits. Returns fission's arguments."""
+    fis, fib = mods
+    a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+    b = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
+    fib[name][grid, block](*a)
+    fis[name][grid, block](*b)
+    for x, y in zip(a, b):
+        if isinstance(x, np.ndarray):
+            assert x.tobytes() == y.tobytes(), name
+    return b

@@ -5,7 +5,7 @@ kernels run on fibers must give the same bits, and both match NumPy."""
 import numpy as np
 import pytest
 
-import quicklaunch as ql
+from .conftest import both_tiers, run_both_tiers
 
 ARRAYS_SOURCE = r"""
 #define TILE 64
@@ -50,15 +50,7 @@ KERNELS = ["matvec4", "private_hist"]
 
 @pytest.fixture(scope="module")
 def mods(cpu):
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setenv("QUICKLAUNCH_CPU_FISSION", "1")
-        fis = ql.compile(ARRAYS_SOURCE, device=cpu)
-        mp.setenv("QUICKLAUNCH_CPU_FISSION", "0")
-        fib = ql.compile(ARRAYS_SOURCE, device=cpu)
-    finally:
-        mp.undo()
-    return fis, fib
+    return both_tiers(cpu, ARRAYS_SOURCE)
 
 
 def test_arrays_across_barriers_run_as_fission(mods):
@@ -66,18 +58,6 @@ def test_arrays_across_barriers_run_as_fission(mods):
     for k in KERNELS:
         assert fis[k].tier == "fission", fis[k].attributes["tier_reason"]
         assert fib[k].tier == "fibers"
-
-
-def _both(mods, name, grid, block, *args):
-    fis, fib = mods
-    a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
-    b = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
-    fib[name][grid, block](*a)
-    fis[name][grid, block](*b)
-    for x, y in zip(a, b):
-        if isinstance(x, np.ndarray):
-            assert x.tobytes() == y.tobytes(), name
-    return b
 
 
 @pytest.mark.parametrize("rows, cols, block", [(1, 1, 64), (4 * 64 * 2, 200, 64),
@@ -88,7 +68,7 @@ def test_register_tile_matvec(mods, rows, cols, block):
     x = rng.standard_normal(cols).astype(np.float32)
     y = np.full(rows, np.nan, np.float32)
     grid = -(-rows // (4 * block))
-    _, _, y, _, _ = _both(mods, "matvec4", grid, block, A, x, y, rows, cols)
+    _, _, y, _, _ = run_both_tiers(mods, "matvec4", grid, block, A, x, y, rows, cols)
     np.testing.assert_allclose(y, A.astype(np.float64) @ x, rtol=1e-4, atol=1e-4)
 
 
@@ -97,5 +77,5 @@ def test_private_histogram(mods, n, grid, block):
     rng = np.random.default_rng(n)
     v = rng.integers(0, 1 << 20, n).astype(np.int32)
     out = np.zeros(8, np.int32)
-    _, out, _ = _both(mods, "private_hist", grid, block, v, out, n)
+    _, out, _ = run_both_tiers(mods, "private_hist", grid, block, v, out, n)
     np.testing.assert_array_equal(out, np.bincount(v & 7, minlength=8))

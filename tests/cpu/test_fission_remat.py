@@ -7,7 +7,7 @@ match NumPy."""
 import numpy as np
 import pytest
 
-import quicklaunch as ql
+from .conftest import both_tiers, run_both_tiers
 
 SOURCE = r"""
 // tid, i and j chain: each is rebuilt in every region from the coordinates
@@ -53,28 +53,12 @@ KERNELS = ["chained", "changed", "from_memory"]
 
 @pytest.fixture(scope="module")
 def mods(cpu):
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setenv("QUICKLAUNCH_CPU_FISSION", "1")
-        fis = ql.compile(SOURCE, device=cpu)
-        mp.setenv("QUICKLAUNCH_CPU_FISSION", "0")
-        fib = ql.compile(SOURCE, device=cpu)
-    finally:
-        mp.undo()
-    return fis, fib
+    return both_tiers(cpu, SOURCE)
 
 
 def _both(mods, name, grid, block, *args):
-    fis, fib = mods
-    assert fis[name].tier == "fission", fis[name].attributes["tier_reason"]
-    a = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
-    b = [x.copy() if isinstance(x, np.ndarray) else x for x in args]
-    fib[name][grid, block](*a)
-    fis[name][grid, block](*b)
-    for x, y in zip(a, b):
-        if isinstance(x, np.ndarray):
-            assert x.tobytes() == y.tobytes(), name
-    return b
+    assert mods[0][name].tier == "fission", mods[0][name].attributes["tier_reason"]
+    return run_both_tiers(mods, name, grid, block, *args)
 
 
 @pytest.mark.parametrize("n, stride", [(1, 3), (255, -2), (256 * 5 + 17, 7)])

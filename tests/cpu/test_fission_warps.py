@@ -9,6 +9,8 @@ import pytest
 
 import quicklaunch as ql
 
+from .conftest import both_tiers
+
 WARPS_SOURCE = r"""
 #define FULL 0xffffffffu
 // Per-warp sums: a shuffle-down tree, lane 0 of each warp writes.
@@ -95,15 +97,7 @@ FIBERS = {"half_mask": "mask other than",
 
 @pytest.fixture(scope="module")
 def mods(cpu):
-    mp = pytest.MonkeyPatch()
-    try:
-        mp.setenv("QUICKLAUNCH_CPU_FISSION", "1")
-        fis = ql.compile(WARPS_SOURCE, device=cpu)
-        mp.setenv("QUICKLAUNCH_CPU_FISSION", "0")
-        fib = ql.compile(WARPS_SOURCE, device=cpu)
-    finally:
-        mp.undo()
-    return fis, fib
+    return both_tiers(cpu, WARPS_SOURCE)
 
 
 def test_tiers_and_reasons(mods):

@@ -105,6 +105,19 @@ static int status_of(int sig, const siginfo_t *si) {
     }
 }
 
+#ifdef SI_KERNEL
+/* A wild pointer whose bits 48-63 are not a sign extension: the CPU faults
+ * without the address (`how`: the signal and the fault's name). */
+static void non_canonical(out *o, const char *how, const ucontext_t *uc) {
+    put(o, "invalid memory access at a non-canonical address (");
+    put(o, how);
+    put(o, " fault at instruction ");
+    put_hex(o, instruction(uc));
+    put(o, "; the kernel computed a wild pointer, whose bits 48-63 are not a sign "
+           "extension, and the CPU does not report its exact address)");
+}
+#endif
+
 /* What happened, in words, up to the coordinates; returns the advice that
  * follows them, if any. */
 static const char *describe(out *o, int sig, const siginfo_t *si, const ucontext_t *uc,
@@ -135,11 +148,7 @@ static const char *describe(out *o, int sig, const siginfo_t *si, const ucontext
         if (si->si_code == SI_KERNEL && addr == 0) {
             /* x86-64: an access through a non-canonical address is a general
              * protection fault, whose siginfo carries no address. */
-            put(o, "invalid memory access at a non-canonical address (SIGSEGV, general "
-                   "protection fault at instruction ");
-            put_hex(o, instruction(uc));
-            put(o, "; the kernel computed a wild pointer, whose bits 48-63 are not a sign "
-                   "extension, and the CPU does not report its exact address)");
+            non_canonical(o, "SIGSEGV, general protection", uc);
             return 0;
         }
 #endif
@@ -158,11 +167,7 @@ static const char *describe(out *o, int sig, const siginfo_t *si, const ucontext
             /* x86-64: the same wild pointer reached through a base register
              * of RBP or RSP is a stack-segment fault (#SS), which Linux
              * reports as SIGBUS with no address. */
-            put(o, "invalid memory access at a non-canonical address (SIGBUS, stack-segment "
-                   "fault at instruction ");
-            put_hex(o, instruction(uc));
-            put(o, "; the kernel computed a wild pointer, whose bits 48-63 are not a sign "
-                   "extension, and the CPU does not report its exact address)");
+            non_canonical(o, "SIGBUS, stack-segment", uc);
             return 0;
         }
 #endif

@@ -108,8 +108,8 @@ static inline void set_launch(const ql_cpu_dims *d) {
 }
 
 // Whether the launch has failed (another block's assert): read through the
-// launch's own record, not thread-local state.
-// A volatile read, not an atomic one: GCC treats any __atomic builtin as a
+// launch's own record, not thread-local state. A volatile read, not an
+// atomic one: GCC treats any __atomic builtin as a
 // clobber of all memory, so the kernel's thread-local coordinates (and their
 // address, a __tls_get_addr call that spills every vector register) would be
 // reloaded after it, on every block. The word is an aligned int written once
