@@ -107,6 +107,11 @@ static inline void set_launch(const ql_cpu_dims *d) {
     if (d->shared_bytes) __ql_dyn_shared = ql_dynamic_shared_arena(d->shared_bytes);
 }
 
+// A launch's dynamic shared memory, out of line for the small launch.
+static __attribute__((noinline, cold)) void set_dyn_shared(size_t bytes) {
+    __ql_dyn_shared = ql_dynamic_shared_arena(bytes);
+}
+
 // Whether the launch has failed (another block's assert): read through the
 // launch's own record, not thread-local state. A volatile read, not an
 // atomic one: GCC treats any __atomic builtin as a
@@ -193,16 +198,22 @@ struct entry<void (*)(A...), F> {
     // One block of a few threads in the grid's first row (k[1, 1] and other
     // small launches): the block loop in straight-line code, so every
     // coordinate store shares one thread-local address (empty launch: 216 ->
-    // 111 instructions in the module). Out of line and with the generic row
-    // only: inlined copies here changed the compiler's choices elsewhere in
-    // the module (a fission matmul beside it ran 40% slower).
-    static __attribute__((noinline)) void one_block(const ql_cpu_dims *d, uint64_t first,
-                                                    unsigned bx, A... a) {
-        set_launch(d);
+    // 111 instructions in the module). Inlined only into `small` below, its
+    // own out-of-line function: inlined copies in the block loop changed the
+    // compiler's choices elsewhere in the module (a fission matmul beside it
+    // ran 40% slower). The dynamic shared arena is set first, out of line,
+    // so that no call separates the coordinates' stores from the row: they
+    // share one thread-local address.
+    static inline __attribute__((always_inline)) void one_block(const ql_cpu_dims *d,
+                                                                uint64_t first, unsigned bx,
+                                                                A... a) {
+        if (failed(d)) return;
+        if (__builtin_expect(d->shared_bytes != 0, 0)) set_dyn_shared(d->shared_bytes);
+        gridDim = dim3(d->grid[0], d->grid[1], d->grid[2]);
+        blockDim = dim3(bx, 1u, 1u);
         blockIdx = uint3{(unsigned)first, 0u, 0u};
         threadIdx.y = threadIdx.z = 0;
         publish_block();
-        if (failed(d)) return;
         row(bx, a...);
     }
 
@@ -211,10 +222,6 @@ struct entry<void (*)(A...), F> {
     static void loop(const ql_cpu_dims *d, uint64_t first, uint64_t last, A... a) {
         const unsigned bx = d->block[0], by = d->block[1], bz = d->block[2];
         const unsigned gx = d->grid[0], gy = d->grid[1];
-#ifndef QL_DEBUG
-        if (last == first + 1 && bx < 32 && by == 1 && bz == 1 && first < gx)
-            return one_block(d, first, bx, a...);
-#endif
         set_launch(d);
         set_block(first, gx, gy);
         for (uint64_t b = first; b < last; ++b, next_block(gx, gy)) {
@@ -264,9 +271,41 @@ struct entry<void (*)(A...), F> {
         loop(d, first, last, *static_cast<typename strip_ref<A>::type *>(p[I])...);
     }
 
+    // A small launch (k[1, 1]): one block of fewer than 32 threads in the
+    // grid's first row, run by `small` without the block loop's frame (the
+    // loop saves six registers and unpacks for the general case). Not in
+    // debug builds, nor under memcheck (its unpacking is not checked).
+#if !defined(QL_DEBUG) && !defined(QL_MEMCHECK)
+#define QL_SMALL_LAUNCH 1
+    template <unsigned... I>
+    static __attribute__((noinline)) void small(seq<I...>, void **p, const ql_cpu_dims *d,
+                                                uint64_t first) {
+        one_block(d, first, d->block[0], *static_cast<typename strip_ref<A>::type *>(p[I])...);
+    }
+    static inline bool is_small(const ql_cpu_dims *d, uint64_t first, uint64_t last) {
+        return last == first + 1 && d->block[0] < 32 && d->block[1] == 1 &&
+               d->block[2] == 1 && first < d->grid[0];
+    }
+#endif
+    static __attribute__((noinline)) void all_blocks(void **p, const ql_cpu_dims *d,
+                                                     uint64_t first, uint64_t last) {
+        unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
+    }
+    static inline __attribute__((always_inline)) void blocks(void **p, const ql_cpu_dims *d,
+                                                             uint64_t first, uint64_t last) {
+#ifdef QL_SMALL_LAUNCH
+        if (is_small(d, first, last))
+            return small(typename make_seq<sizeof...(A)>::type(), p, d, first);
+        return all_blocks(p, d, first, last);
+#else
+        unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
+#endif
+    }
+
     // Tier 1: blocks [first, last). In a module that can stop a thread
     // (assert, __trap: QL_ABORTS), a failure longjmps back here; other
-    // modules pay for none of it.
+    // modules pay for none of it, and their small launches go straight to
+    // `small`.
     static void run(void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
 #ifdef QL_ABORTS
         ql_launch_dims = d;
@@ -275,10 +314,10 @@ struct entry<void (*)(A...), F> {
 #endif
         jmp_buf abort_to;
         ql_tier1_abort = &abort_to;
-        if (setjmp(abort_to) == 0) unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
+        if (setjmp(abort_to) == 0) blocks(p, d, first, last);
         ql_tier1_abort = 0;
 #else
-        unpack(typename make_seq<sizeof...(A)>::type(), p, d, first, last);
+        blocks(p, d, first, last);
 #endif
     }
 
