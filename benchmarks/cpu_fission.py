@@ -8,7 +8,9 @@ same block sums without barriers, a tier-1 kernel), the 16x16 tiled
 shared-memory matmul 512^3 (reference: NumPy's matmul), the samples-style
 reduction with 9 barriers per thread over 2^22 floats (reference: NumPy's
 sum), and two warp-shuffle kernels with one warp per row over 1024x768
-floats: layernorm and an online softmax (references: the same in NumPy). Fibers are forced with QUICKLAUNCH_CPU_FISSION=0 at compile time.
+floats: layernorm and an online softmax (references: the same in NumPy), and
+block sums by warp shuffles whose last step runs in the first warp only (a
+warp-uniform branch; reference: the barrier-free sums). Fibers are forced with QUICKLAUNCH_CPU_FISSION=0 at compile time.
 """
 import argparse
 import os
@@ -127,8 +129,26 @@ __global__ void softmax_online(const float *x, float *y, int cols) {
     }
     for (int c = threadIdx.x; c < cols; c += 32) yr[c] = expf(xr[c] - m) / d;
 }
+
+// Block sums by warp shuffles: partials through shared memory, then the
+// first warp alone (a warp-uniform branch) reduces them.
+__global__ void warp_block_sums(const float *in, float *out, int n) {
+    __shared__ float part[32];
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
+    float v = i < n ? in[i] : 0.f;
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
+    if (lane == 0) part[wid] = v;
+    __syncthreads();
+    if (wid == 0) {
+        v = lane < (int)(blockDim.x / 32) ? part[lane] : 0.f;
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
+        if (lane == 0) out[blockIdx.x] = v;
+    }
+}
 """
-EXPRS = ["tree", "plain_sums", "samples<512>", "matmul", "layernorm_rows", "softmax_online"]
+EXPRS = ["tree", "plain_sums", "samples<512>", "matmul", "layernorm_rows", "softmax_online",
+         "warp_block_sums"]
 
 
 def compile_tier(fission: bool):
@@ -173,6 +193,11 @@ def main(argv=None) -> int:
     for name, m in (("fibers", fib), ("fission", fis)):
         t = median_s(lambda: m.tree[blocks, 256](x, out, n), args.runs)
         rows.append(("tree reduction 256 thr, 2^22 floats", name, t, "same sums, no barriers", ref))
+    for name, m in (("fibers", fib), ("fission", fis)):
+        t = median_s(lambda: m.warp_block_sums[blocks, 256](x, out, n), args.runs)
+        np.testing.assert_allclose(out, x.reshape(blocks, 256).sum(1), rtol=1e-3, atol=1e-3)
+        rows.append(("warp-shuffle block sums 256 thr, 2^22", name, t, "same sums, no barriers",
+                     ref))
 
     M = N = K = 512
     A = rng.standard_normal((M, K)).astype(np.float32)

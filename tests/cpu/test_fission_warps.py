@@ -87,12 +87,19 @@ __global__ void first_warp_only(const int *x, int *out) {
     if (threadIdx.x < 32) v = __shfl_xor_sync(FULL, v, 1);
     out[threadIdx.x] = v;
 }
+__global__ void half_warp_only(const int *x, int *out) {
+    int v = x[threadIdx.x];
+    if (threadIdx.x < 16) v = __shfl_xor_sync(FULL, v, 1);
+    out[threadIdx.x] = v;
+}
 """
 
-FISSION = ["warp_sums", "row_softmax", "warp_scan", "votes", "block_sum_shfl"]
+# first_warp_only's branch is warp-uniform (test_fission_guards.py); half a
+# warp's is not.
+FISSION = ["warp_sums", "row_softmax", "warp_scan", "votes", "block_sum_shfl", "first_warp_only"]
 FIBERS = {"half_mask": "mask other than",
           "exits_early": "early return",
-          "first_warp_only": "thread-dependent condition"}
+          "half_warp_only": "thread-dependent condition"}
 
 
 @pytest.fixture(scope="module")

@@ -66,6 +66,8 @@ WAVE64_EXCLUDED = {   # source -> the 32-lane warp code in it
     "test_fission.SOURCE": "__shfl_down_sync(0xffffffff, ...) in its fallback kernels",
     "test_fission_warps.WARPS_SOURCE": "shuffles and votes over 0xffffffff, lane = "
                                        "threadIdx.x & 31",
+    "test_fission_guards.GUARDS_SOURCE": "shuffles and votes over 0xffffffff, warps of "
+                                         "threadIdx.x / 32",
 }
 ADAPT = {   # source -> (extra options, why, the error without)
     "test_module.SOURCE": (["-DOPTION_VALUE=41"], "the CPU test passes the same option",

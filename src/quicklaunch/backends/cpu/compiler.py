@@ -148,7 +148,8 @@ def user_body(source: str, filename: str, first_line: int = 1) -> str:
 def translation_unit(source: str, exprs: list[str], filename: str, first_line: int = 1,
                      kernel_tiers: dict[str, int] | None = None,
                      fission_code: str = "", fission_rows: dict[str, str] | None = None,
-                     fission_warps: frozenset = frozenset()) -> str:
+                     fission_warps: frozenset = frozenset(),
+                     fission_warp_rows: frozenset = frozenset()) -> str:
     """The C++ the host compiler sees: shim, the user's source with line
     numbers of its own, then one table row per kernel expression (with the
     tier it runs in; 1 when not given). Kernels in `fission_rows` run their
@@ -166,7 +167,8 @@ def translation_unit(source: str, exprs: list[str], filename: str, first_line: i
         else:
             entries.append(
                 f"typedef ::ql_export::fission_warps<decltype(&{g}), &{g}, decltype(&{e}), "
-                f"&{e}> __ql_fission_entry_{i};\n" if e in fission_warps else
+                f"&{e}, {'true' if e in fission_warp_rows else 'false'}> "
+                f"__ql_fission_entry_{i};\n" if e in fission_warps else
                 f"typedef ::ql_export::fission<decltype(&{g}), &{g}> __ql_fission_entry_{i};\n")
             rows.append(f'QL_KERNEL_FISSION("{e}", __ql_fission_entry_{i}, &{e})\n')
     body = user_body(source, filename, first_line)
@@ -388,7 +390,8 @@ def _compile_body(body, key, source, options, exprs, meta, debug, origin, filena
     for it): the shared object's bytes."""
     plan = _fission_plan(body, exprs, meta, filename, first_line, cc, debug)
     tu = translation_unit(body, exprs, filename, first_line, meta["tiers"], plan.code,
-                          plan.rows, frozenset(getattr(plan, "warps", ())))
+                          plan.rows, frozenset(getattr(plan, "warps", ())),
+                          frozenset(getattr(plan, "warp_rows", ())))
     try:
         return _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
                         shown=options, logs=logs)

@@ -14,14 +14,16 @@ it and barriers count only live threads, as the fibers do);
 `__syncthreads_count/_and/_or` are reductions between two regions; warp
 shuffles and votes reached by the whole block are boundaries too, their
 operands stored per thread before and their results read by CUDA's lane
-rules after (fission_warp.py).
+rules after (fission_warp.py); under a warp-uniform branch (`if (wid == 0)`)
+they run in thread loops guarded by the branch's per-thread condition
+(fission_guards.py).
 
 The front end is libclang (the PyPI `libclang` wheel, imported lazily): the
 shim is parsed once into a precompiled header kept in the compile cache, so
 a kernel parses in ~10 ms. The pass is conservative: whatever it cannot
 prove (a barrier under a thread-dependent condition, in a called function,
 in a macro, inside do/switch; warp functions under a condition that is not
-block-uniform or with a partial mask; tiles; goto; lambdas; a
+block- or warp-uniform or with a partial mask; tiles; goto; lambdas; a
 modified parameter; the address of a local that could outlive its region;
 ...) leaves that kernel on fibers, with the reason recorded. The generated
 code is text taken from the user's source, with `#line` directives back to
@@ -31,7 +33,7 @@ Files: this one (the plan of a module), clang_front.py (libclang, the
 precompiled shim, cursor helpers), fission_classify.py (calls, uniformity,
 writes), fission_structure.py (regions, boundaries, live locals),
 fission_codegen.py (the generated function), fission_warp.py (warp
-functions as boundaries).
+functions as boundaries), fission_guards.py (warp-uniform branches).
 """
 from __future__ import annotations
 
@@ -43,6 +45,7 @@ from .clang_front import (_base_args, _cindex, _in_main, _libclang_version, _loc
                           _namespaces, _pch, _qualified, _Src, _state)
 from .fission_classify import Classify, Refuse  # noqa: F401
 from .fission_codegen import Codegen
+from .fission_guards import Guards
 from .fission_remat import Remat
 from .fission_structure import Structure
 
@@ -61,7 +64,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-14"
+    return f"fission={_libclang_version()}-pass-15"
 
 
 @dataclass
@@ -69,13 +72,14 @@ class Result:
     tiers: dict = field(default_factory=dict)     # expr -> ("fission"|"fibers", reason)
     rows: dict = field(default_factory=dict)      # expr -> the fission function's expression
     warps: set = field(default_factory=set)       # exprs whose fission uses warp functions
+    warp_rows: set = field(default_factory=set)   # ... and warp-uniform branches on threadIdx.x
     code: str = ""                                 # the generated functions
     parse_s: float = 0.0
 
 
 
 
-class _Kernel(Classify, Structure, Codegen, Remat):
+class _Kernel(Classify, Structure, Codegen, Remat, Guards):
     """The analysis and rewrite of one kernel definition."""
 
     def __init__(self, ci, fn, src: _Src, main: str, filename: str, defs: dict):
@@ -100,6 +104,10 @@ class _Kernel(Classify, Structure, Codegen, Remat):
         self.returns = False
         self.callee_memo: dict = {}
         self.top_decls: list = []
+        self.guards = 0                # warp-uniform branches (fission_guards.py)
+        self.guard_stack: list = []    # while emitting: the enclosing guards' tests
+        self.x_locals: set = set()     # locals holding threadIdx.x
+        self.wu_locals: set = set()    # locals with a warp-uniform value
 
 
 
@@ -203,6 +211,10 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
                         f"{len(done.replicated)} local(s) replicated per thread")
         if nwarp:
             res.warps.add(e)
+        if done.guards:
+            res.warp_rows.add(e)
+            res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
+                            f", {done.guards} warp-uniform branch(es) guarded per thread")
     res.code = "".join(code)
     return res
 

@@ -124,6 +124,8 @@ class Codegen:
                            if not self.is_array(self.replicated[h]) and h not in self.remat)
             body_text = body_text + "\n" + outs
         skip = "if (__ql_exited[__ql_t]) continue; " if self.returns else ""
+        if self.guard_stack:   # inside warp-uniform branches: their threads only
+            skip += f"if (!({' && '.join(self.guard_stack)})) continue; "
         tail = f" __ql_next{rid}:;" if self.returns else ""
         # The thread's coordinates are stored for what the region calls (and
         # for assert and fault reports) and read from a local shadow.
@@ -184,6 +186,16 @@ class Codegen:
                 cond, off = it[1]
                 out.append("\nif (" + self.line(off) + cond + ") {" + self.emit(it[2]) +
                            "\n} else {" + self.emit(it[3]) + "\n}")
+            elif k == "wif":   # a warp-uniform branch (fission_guards.py)
+                (a, b), then, other, gid, grid = it[1], it[2], it[3], it[4], it[5]
+                cond = self.line(a) + self.apply(a, b, {})
+                out.append(self.thread_loop(grid, f"__ql_g{gid}[__ql_t] = (({cond}) != 0);",
+                                            self.region_uses(grid, set()), write=False))
+                self.guard_stack.append(f"__ql_g{gid}[__ql_t]")
+                out.append(self.emit(then))
+                self.guard_stack[-1] = f"!__ql_g{gid}[__ql_t]"
+                out.append(self.emit(other))
+                self.guard_stack.pop()
             elif k == "block":
                 out.append("\n{" + self.emit(it[1]) + "\n}")
         return "".join(out)
@@ -235,6 +247,7 @@ class Codegen:
             sizes.append(f"::ql_export::scratch_bytes<{ty}>(__ql_n)")
         if self.returns:
             sizes.append("::ql_export::scratch_bytes<unsigned char>(__ql_n)")
+        sizes += ["::ql_export::scratch_bytes<unsigned char>(__ql_n)"] * self.guards
         if sizes:
             lines.append(f"char *__ql_p = ::ql_export::fission_scratch({' + '.join(sizes)});")
             for h, i in self.index.items():
@@ -243,6 +256,9 @@ class Codegen:
             for ty, name in warp_scratch:
                 lines.append(f"{ty} *__restrict__ {name} = "
                              f"::ql_export::scratch_take<{ty}>(__ql_p, __ql_n);")
+        for gid in range(1, self.guards + 1):
+            lines.append(f"unsigned char *__restrict__ __ql_g{gid} = "
+                         "::ql_export::scratch_take<unsigned char>(__ql_p, __ql_n);")
         if self.returns:
             lines.append("unsigned char *__restrict__ __ql_exited = "
                          "::ql_export::scratch_take<unsigned char>(__ql_p, __ql_n);")

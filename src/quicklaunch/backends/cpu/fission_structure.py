@@ -79,6 +79,7 @@ class Structure:
                 continue
             self.hoist(st)
             self.uniform.add(v.hash)
+        self.find_warp_locals(written)      # fission_guards.py
         self.items = self.sequence(list(self.body.get_children()), counters=frozenset(),
                                    prev_barrier=True)
         if self.barriers == 0:
@@ -370,7 +371,10 @@ class Structure:
             toks = [t.spelling for t in st.get_tokens()][:2]
             if toks[1:] == ["constexpr"]:
                 raise Refuse("if constexpr around a barrier")
-            self.uniform_expr(kids[0], last_barrier, frozenset(counters), "condition")
+            try:
+                self.uniform_expr(kids[0], last_barrier, frozenset(counters), "condition")
+            except Refuse as why:   # a warp-uniform branch? (fission_guards.py)
+                return self.warp_if(st, kids, counters, last_barrier, why)
             parts = []
             for b in kids[1:]:
                 parts.append(self.sequence([b] if b.kind != CK.COMPOUND_STMT

@@ -12,7 +12,8 @@ fibers' shuffles use, so both tiers read the same lane by construction).
 What stays on fibers, because only the fibers can report it exactly: a mask
 other than the full warp's (a literal ``0xffffffff``), a width that is not a
 literal, a kernel with an early ``return`` (exited lanes), a warp function
-under a condition that is not block-uniform, and the warp functions not
+under a condition that is neither block-uniform nor warp-uniform (warp-uniform
+branches: fission_guards.py), and the warp functions not
 listed here. A launch whose block is not a whole number of warps runs on
 fibers too (``ql_export::fission_warps``, checked per launch): a full mask
 there names lanes that do not exist, which the fibers report.

@@ -415,10 +415,14 @@ struct fission<void (*)(A...), G> {
 // A fission kernel with warp functions (fission_warp.py): its generated
 // code handles whole warps under the full mask; a block of another size
 // runs the original kernel on fibers, which report what the mask names.
-template <class Gn, Gn G, class Fn, Fn F>
+// Rows: the generated code guards warp-uniform branches on threadIdx.x
+// (fission_guards.py), which are so only when each warp is part of one row
+// of threads: blockDim.x a multiple of 32, or a single row.
+template <class Gn, Gn G, class Fn, Fn F, bool Rows>
 struct fission_warps {
     static void run(void **p, const ql_cpu_dims *d, uint64_t first, uint64_t last) {
-        if ((d->block[0] * d->block[1] * d->block[2]) % 32u)
+        if ((d->block[0] * d->block[1] * d->block[2]) % 32u ||
+            (Rows && d->block[0] % 32u && d->block[1] * d->block[2] != 1u))
             entry<Fn, F>::run_fibers(p, d, first, last);
         else
             fission<Gn, G>::run(p, d, first, last);

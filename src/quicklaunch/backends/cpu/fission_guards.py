@@ -1,0 +1,176 @@
+"""Warp-uniform branches in region fission: `if (warp == 0) { ... }`.
+
+The block reduction real kernels write ends with one warp reducing the
+partial sums: `if (threadIdx.x < 32) v = warp_sum(v)`, or `if (wid == 0)`
+with `int wid = threadIdx.x / warpSize`. Such a condition differs between
+threads, so a barrier may not sit under it, but it has one value in every
+warp, so a warp function under the full mask may. A branch like that
+becomes a guard: one thread loop stores each thread's condition in
+per-thread scratch (`__ql_g<N>`, evaluated once, as CUDA evaluates it),
+and every thread loop inside the branch skips the threads whose guard is
+false (the else branch, those whose guard is true). Warp functions inside
+read only lanes of warps that all took the branch.
+
+What counts as warp-uniform (proved from the expression, else the kernel
+stays on fibers): block-uniform values; `threadIdx.x / K` and
+`threadIdx.x >> S` with K a literal multiple of 32 (or warpSize) and S >= 5;
+`threadIdx.x < K` and `threadIdx.x >= K` (K a multiple of 32), `<=` and `>`
+with K + 1 one; arithmetic, comparisons and logic over those; and locals
+initialised from them (or from threadIdx.x itself) and never assigned
+again. threadIdx.x's warps are whole rows of the block when blockDim.x is
+a multiple of 32 or the block is one row: another block shape runs the
+kernel on fibers, checked per launch (``ql_export::fission_warps``'s Rows).
+A block barrier under such a branch is refused as before: the whole block
+must reach it.
+"""
+from __future__ import annotations
+
+from .clang_front import _children, _in_main, _strip, _walk
+
+_COMPARE = {"<", ">=", "<=", ">"}
+# Integer types that hold any threadIdx.x unchanged (a narrower or a
+# floating-point cast does not keep warps together: (float)threadIdx.x / 32).
+_WIDE_INTS = {"INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG"}
+_ARITH = {"+", "-", "*", "/", "%", "&", "|", "^", "&&", "||", "==", "!=", "<<", ">>",
+          "<", ">", "<=", ">="}
+
+
+class Guards:
+    """Mixin of the fission kernel (_Kernel): warp-uniform conditions."""
+
+    def literal(self, c) -> int | None:
+        """The value of an integer literal (or warpSize), else None."""
+        CK = self.CK
+        c = _strip(c)
+        while c.kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR, CK.CSTYLE_CAST_EXPR,
+                         CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR):
+            kids = [k for k in _children(c) if k.kind != CK.TYPE_REF]
+            if len(kids) != 1:
+                return None
+            c = _strip(kids[0])
+        if c.kind == CK.DECL_REF_EXPR and c.spelling == "warpSize" and \
+                c.referenced is not None and not _in_main(c.referenced, self.main):
+            return 32
+        if c.kind != CK.INTEGER_LITERAL:
+            return None
+        toks = [t.spelling for t in c.get_tokens()]
+        if len(toks) != 1:
+            return None
+        text = toks[0].rstrip("uUlL").replace("'", "")
+        try:
+            return int(text, 0)
+        except ValueError:
+            return None
+
+    def x_like(self, c) -> bool:
+        """`threadIdx.x`, or a local holding it unchanged, through casts to
+        integer types of 32 bits or more."""
+        CK = self.CK
+        c = _strip(c)
+        while c.kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR, CK.CSTYLE_CAST_EXPR,
+                         CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR):
+            if c.type.get_canonical().kind.name not in _WIDE_INTS:
+                return False
+            kids = [k for k in _children(c) if k.kind != CK.TYPE_REF]
+            if len(kids) != 1:
+                return False
+            c = _strip(kids[0])
+        if c.kind == CK.MEMBER_REF_EXPR and c.spelling == "x":
+            base = _children(c)
+            b = _strip(base[0]) if base else None
+            return b is not None and b.kind == CK.DECL_REF_EXPR and \
+                b.spelling == "threadIdx" and b.referenced is not None and \
+                not _in_main(b.referenced, self.main)
+        if c.kind == CK.DECL_REF_EXPR and c.referenced is not None:
+            return c.referenced.hash in self.x_locals
+        return False
+
+    def warp_uniform(self, c) -> bool:
+        """Whether expression `c` has one value in each warp of a block whose
+        warps are whole rows of threadIdx.x (see the module's docstring)."""
+        CK = self.CK
+        from .fission_classify import Refuse
+        try:
+            self.uniform_expr(c, allow_shared=False, why="condition")
+            return True
+        except Refuse:
+            pass
+        c = _strip(c)
+        k = c.kind
+        kids = [x for x in _children(c) if x.kind != CK.TYPE_REF]
+        if k in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR, CK.CSTYLE_CAST_EXPR,
+                 CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR):
+            return len(kids) == 1 and self.warp_uniform(kids[0])
+        if k == CK.DECL_REF_EXPR:
+            return c.referenced is not None and c.referenced.hash in self.wu_locals
+        if k == CK.UNARY_OPERATOR:
+            toks = [t.spelling for t in c.get_tokens()]
+            return bool(toks) and toks[0] in ("!", "-", "~", "+") and len(kids) == 1 and \
+                self.warp_uniform(kids[0])
+        if k == CK.CONDITIONAL_OPERATOR:
+            return len(kids) == 3 and all(self.warp_uniform(x) for x in kids)
+        if k != CK.BINARY_OPERATOR or len(kids) != 2:
+            return False
+        op = self.binop(c)
+        a, b = kids
+        if op in ("/", ">>") and c.type.get_canonical().kind.name not in _WIDE_INTS:
+            return False
+        if op == "/" and self.x_like(a):
+            kv = self.literal(b)
+            return kv is not None and kv > 0 and kv % 32 == 0
+        if op == ">>" and self.x_like(a):
+            kv = self.literal(b)
+            return kv is not None and 5 <= kv < 32
+        if op in _COMPARE:
+            for x, lit, o in ((a, b, op), (b, a, {"<": ">", ">": "<", "<=": ">=",
+                                                  ">=": "<="}[op])):
+                if self.x_like(x):
+                    kv = self.literal(lit)
+                    if kv is None:
+                        break
+                    edge = kv if o in ("<", ">=") else kv + 1
+                    return edge >= 0 and edge % 32 == 0
+        if op in _ARITH:
+            return self.warp_uniform(a) and self.warp_uniform(b)
+        return False
+
+    def find_warp_locals(self, written):
+        """Locals holding threadIdx.x (x_locals) or a warp-uniform value
+        (wu_locals), declared with one initialiser and never assigned."""
+        CK = self.CK
+        for x, _ in _walk(self.body):
+            if x.kind != CK.VAR_DECL or x.hash in written or x.hash in self.shared:
+                continue
+            kind = x.type.get_canonical().kind.name
+            if kind not in _WIDE_INTS | {"SHORT", "USHORT", "BOOL"}:
+                continue
+            inits = [c for c in x.get_children() if c.kind not in (
+                CK.TYPE_REF, CK.NAMESPACE_REF, CK.TEMPLATE_REF)]
+            if len(inits) != 1:
+                continue
+            if self.x_like(inits[0]) and kind in _WIDE_INTS:
+                self.x_locals.add(x.hash)
+            elif self.warp_uniform(inits[0]):
+                self.wu_locals.add(x.hash)
+
+    def block_barrier_in(self, c) -> bool:
+        """Whether `c` holds a block barrier (not a warp function)."""
+        return any(self.is_barrier_call(d) not in (None, "warp") for d, _ in _walk(c))
+
+    def warp_if(self, st, kids, counters, last_barrier, why):
+        """The ('wif', ...) item for an if whose condition is warp-uniform
+        but not block-uniform; raises `why` (the block-uniformity refusal)
+        when it is neither, or when a block barrier sits under it."""
+        if any(self.block_barrier_in(b) for b in kids[1:]) or \
+                not self.pure(kids[0]) or not self.warp_uniform(kids[0]):
+            raise why
+        self.guards += 1
+        gid = self.guards
+        grid = self.new_region()
+        self.scan_region(kids[0], grid, top=False)
+        parts = []
+        for b in kids[1:]:
+            parts.append(self.sequence([b] if b.kind != self.CK.COMPOUND_STMT
+                                       else list(b.get_children()), counters, last_barrier))
+        return ("wif", (kids[0].extent.start.offset, kids[0].extent.end.offset), parts[0],
+                parts[1] if len(parts) > 1 else [], gid, grid)
