@@ -125,6 +125,7 @@ class Structure:
                 last_barrier = False
                 continue
             flush()
+            self.counters_now = counters   # for warp_stmt's uniform lane arguments
             b = self.barrier_stmt(st)
             if b is not None:
                 kind, call, pred = b
@@ -263,6 +264,13 @@ class Structure:
             return "plain", call, None
         if call.hash == s.hash:
             raise Refuse(f"the result of '{w.name}' not used")
+        if w.op not in fission_warp.VOTES and w.arg is not None:
+            try:   # a block-uniform delta or lane (a loop's counter): read where used
+                self.uniform_expr(w.arg, False, frozenset(getattr(self, "counters_now", ())),
+                                  "shuffle lane")
+                w.uniform_arg = self.src.text(w.arg.extent.start.offset, w.arg.extent.end.offset)
+            except Refuse:
+                pass
         self.pending_warp = w
         return "warp", call, call
 

@@ -44,6 +44,7 @@ class WarpOp:
     arg: object = None      # srcLane / delta / laneMask, or a vote's predicate
     width: str = "32"       # literal text
     ctype: str = ""         # the shuffled value's type (the call's result type)
+    uniform_arg: str = ""   # a shuffle's block-uniform lane argument, as written
 
 
 def is_warp_call(c) -> bool:
@@ -139,6 +140,8 @@ def scratch(w: WarpOp, bid: int) -> list[tuple[str, str]]:
         return []
     if w.op in VOTES:
         return [("int", f"__ql_wa{bid}")]
+    if w.uniform_arg:
+        return [(w.ctype, f"__ql_wv{bid}")]
     return [(w.ctype, f"__ql_wv{bid}"), ("int", f"__ql_wa{bid}")]
 
 
@@ -146,6 +149,8 @@ def store(w: WarpOp, bid: int, value: str, arg: str) -> str:
     """The boundary's thread-loop body: this thread's operands."""
     if w.op in VOTES:
         return f"__ql_wa{bid}[__ql_t] = (({arg}) != 0);"
+    if w.uniform_arg:
+        return f"__ql_wv{bid}[__ql_t] = ({value});"
     return f"__ql_wv{bid}[__ql_t] = ({value}); __ql_wa{bid}[__ql_t] = (int)({arg});"
 
 
@@ -154,5 +159,8 @@ def result(w: WarpOp, bid: int) -> str:
     if w.op in VOTES:
         cast = "(unsigned)" if w.op == "OP_BALLOT" else "(int)"
         return f"({cast}::ql_fiber::fission_vote(::ql_fiber::{w.op}, __ql_wa{bid}, __ql_t))"
+    if w.uniform_arg:   # one lane argument for the block: no per-thread copy
+        return (f"(::ql_fiber::fission_shuffle_u(::ql_fiber::{w.op}, __ql_wv{bid}, "
+                f"(unsigned)(int)({w.uniform_arg}), __ql_t, {w.width}))")
     return (f"(::ql_fiber::fission_shuffle(::ql_fiber::{w.op}, __ql_wv{bid}, __ql_wa{bid}, "
             f"__ql_t, {w.width}))")

@@ -306,6 +306,14 @@ static inline T fission_shuffle(op o, const T *v, const int *a, unsigned t, int 
     const unsigned w0 = t & ~31u;
     return v[w0 + (unsigned)shuffle_lane(o, t & 31u, (unsigned)a[t], (unsigned)width)];
 }
+/* The same with one lane argument for the whole block (a literal, a
+ * parameter, a uniform loop's counter): nothing stored per thread. */
+template <class T>
+static inline T fission_shuffle_u(op o, const T *v, unsigned a, unsigned t, int width) {
+    if (width < 1 || width > 32 || (width & (width - 1))) width = 32;
+    const unsigned w0 = t & ~31u;
+    return v[w0 + (unsigned)shuffle_lane(o, t & 31u, a, (unsigned)width)];
+}
 static inline unsigned fission_vote(op o, const int *p, unsigned t) {
     const unsigned w0 = t & ~31u;
     unsigned b = 0;
