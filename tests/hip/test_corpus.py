@@ -68,6 +68,8 @@ WAVE64_EXCLUDED = {   # source -> the 32-lane warp code in it
                                        "threadIdx.x & 31",
     "test_fission_guards.GUARDS_SOURCE": "shuffles and votes over 0xffffffff, warps of "
                                          "threadIdx.x / 32",
+    "test_fission_writes.WRITES_SOURCE": "__shfl_down_sync(0xffffffff, ...) under "
+                                         "threadIdx.x / 32 branches",
 }
 ADAPT = {   # source -> (extra options, why, the error without)
     "test_module.SOURCE": (["-DOPTION_VALUE=41"], "the CPU test passes the same option",

@@ -136,6 +136,48 @@ class _Src:
         return offset - (self.data.rfind(b"\n", 0, offset) + 1)
 
 
+# clang's BinaryOperatorKind and UnaryOperatorKind (libclang 17 and later):
+# the operator from the AST, right where a macro spells it (a token scan
+# reads the macro's name instead).
+_BINOPS = {1: ".*", 2: "->*", 3: "*", 4: "/", 5: "%", 6: "+", 7: "-", 8: "<<", 9: ">>",
+           10: "<=>", 11: "<", 12: ">", 13: "<=", 14: ">=", 15: "==", 16: "!=", 17: "&",
+           18: "^", 19: "|", 20: "&&", 21: "||", 22: "=", 23: "*=", 24: "/=", 25: "%=",
+           26: "+=", 27: "-=", 28: "<<=", 29: ">>=", 30: "&=", 31: "^=", 32: "|=", 33: ","}
+_UNOPS = {1: "++", 2: "--", 3: "++", 4: "--", 5: "&", 6: "*", 7: "+", 8: "-", 9: "~",
+          10: "!", 11: "__real", 12: "__imag", 13: "__extension__", 14: "co_await"}
+
+
+def _operator_fn(name: str):
+    key = ("opfn", name)
+    if key not in _state:
+        fn = None
+        try:
+            import ctypes
+
+            import clang.cindex as ci
+            fn = getattr(ci.conf.lib, name)
+            fn.argtypes = [ci.Cursor]
+            fn.restype = ctypes.c_uint
+        except Exception:   # an older libclang: the caller treats the operator as unknown
+            fn = None
+        _state[key] = fn
+    return _state[key]
+
+
+def binary_operator(c) -> str | None:
+    """The operator of a BINARY_OPERATOR or COMPOUND_ASSIGNMENT_OPERATOR
+    cursor ('=', '+=', ',', ...), None when libclang cannot say."""
+    fn = _operator_fn("clang_getCursorBinaryOperatorKind")
+    return _BINOPS.get(fn(c)) if fn is not None else None
+
+
+def unary_operator(c) -> str | None:
+    """The operator of a UNARY_OPERATOR cursor ('++', '&', '-', ...; pre
+    and post alike), None when libclang cannot say."""
+    fn = _operator_fn("clang_getCursorUnaryOperatorKind")
+    return _UNOPS.get(fn(c)) if fn is not None else None
+
+
 def _children(c):
     return list(c.get_children())
 

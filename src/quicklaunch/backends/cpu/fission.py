@@ -64,7 +64,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-16"
+    return f"fission={_libclang_version()}-pass-17"
 
 
 @dataclass

@@ -8,7 +8,7 @@ import os
 
 from ...signature import TIER2_NAMES
 from . import fission_warp
-from .clang_front import _children, _in_main, _strip, _walk
+from .clang_front import _children, _in_main, _strip, _walk, binary_operator, unary_operator
 
 
 class Refuse(Exception):
@@ -188,8 +188,7 @@ class Classify:
                      CK.TEMPLATE_REF, CK.CXX_NULL_PTR_LITERAL_EXPR):
                 continue
             if k == CK.UNARY_OPERATOR:
-                toks = [t.spelling for t in x.get_tokens()]
-                if toks and (toks[0] in ("++", "--") or toks[-1] in ("++", "--")):
+                if self.unop(x) in ("++", "--", "&", None):
                     self.check_counter_write(x, counters, why)
                 continue
             if k in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
@@ -254,14 +253,13 @@ class Classify:
         return reads_shared
 
     def binop(self, x):
-        kids = _children(x)
-        if not kids:
-            return None
-        end = kids[0].extent.end.offset
-        for t in x.get_tokens():
-            if t.extent.start.offset >= end:
-                return t.spelling
-        return None
+        """A binary operator cursor's operator, None when unknown (treated as
+        a write by every caller)."""
+        return binary_operator(x)
+
+    def unop(self, x):
+        """A unary operator cursor's operator ('++' pre or post, '&', ...)."""
+        return unary_operator(x)
 
     def check_counter_write(self, x, counters, why):
         kids = _children(x)
@@ -273,33 +271,75 @@ class Classify:
 
     # ----------------------------------------------------------- writes
     def written_vars(self, root):
-        """Hashes of variables assigned, incremented, address-taken or passed
-        by reference anywhere in `root`."""
+        """Names by hash of the variables `root` may modify. A variable is
+        only read where its name is converted to a value (an implicit
+        conversion of the same extent), subscripted, or an operand of an
+        operator that reads it; every other use counts as a write: assigned
+        (through parentheses, a conditional or a comma), incremented,
+        address-taken, bound to a reference (a by-reference argument, a
+        reference local or member, a cast to a reference, a brace list), or
+        anything the pass does not know."""
         CK = self.CK
         out = {}
-        for x, parent in _walk(root):
-            k = x.kind
-            target = None
-            if k in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
-                op = self.binop(x)
-                if k == CK.COMPOUND_ASSIGNMENT_OPERATOR or op == "=":
-                    kids = _children(x)
-                    target = _strip(kids[0]) if kids else None
-            elif k == CK.UNARY_OPERATOR:
-                toks = [t.spelling for t in x.get_tokens()]
-                if toks and (toks[0] in ("++", "--", "&") or toks[-1] in ("++", "--")):
-                    kids = _children(x)
-                    target = _strip(kids[0]) if kids else None
-            elif k == CK.DECL_REF_EXPR and parent is not None and \
-                    parent.kind in (CK.CALL_EXPR, CK.MEMBER_REF_EXPR, CK.VAR_DECL):
-                if parent.kind == CK.VAR_DECL and parent.type.kind != self.ci.TypeKind.LVALUEREFERENCE:
-                    continue
-                if parent.kind == CK.CALL_EXPR and x.referenced is not None and \
-                        x.referenced.kind == CK.FUNCTION_DECL:
-                    continue
-                target = x
-            if target is not None and target.kind == CK.DECL_REF_EXPR and \
-                    target.referenced is not None:
-                out[target.referenced.hash] = target.referenced.spelling
+        stack = []
+
+        def visit(c):
+            if c.kind == CK.DECL_REF_EXPR:
+                r = c.referenced
+                if r is not None and r.kind in (CK.VAR_DECL, CK.PARM_DECL) and \
+                        self.lvalue_use(c, stack):
+                    out[r.hash] = r.spelling
+            stack.append(c)
+            for ch in c.get_children():
+                visit(ch)
+            stack.pop()
+        visit(root)
         return out
 
+    def lvalue_use(self, c, stack) -> bool:
+        """Whether the name `c` (its ancestors in `stack`) may be written
+        through where it is used (see written_vars)."""
+        CK = self.CK
+        q, i = c, len(stack) - 1
+        while i >= 0 and stack[i].kind == CK.PAREN_EXPR:
+            q, i = stack[i], i - 1
+        if i < 0:
+            return False
+        p = stack[i]
+        k = p.kind
+        if k == CK.UNEXPOSED_EXPR:     # an implicit conversion keeps the extent
+            return self.ext(p) != self.ext(q)
+        if k in (CK.ARRAY_SUBSCRIPT_EXPR, CK.CXX_UNARY_EXPR, CK.IF_STMT, CK.WHILE_STMT,
+                 CK.FOR_STMT, CK.DO_STMT, CK.SWITCH_STMT, CK.CASE_STMT, CK.RETURN_STMT,
+                 CK.COMPOUND_STMT):
+            return False
+        if k == CK.UNARY_OPERATOR:
+            return self.unop(p) in ("++", "--", "&", None)
+        if k in (CK.BINARY_OPERATOR, CK.COMPOUND_ASSIGNMENT_OPERATOR):
+            op = self.binop(p)
+            kids = _children(p)
+            first = bool(kids) and kids[0].hash == q.hash
+            if op is None:
+                return True
+            if op == ",":
+                return not first
+            if op.endswith("=") and op not in ("==", "!=", "<=", ">="):
+                return first
+            return False
+        if k == CK.CONDITIONAL_OPERATOR:
+            kids = _children(p)
+            return not (kids and kids[0].hash == q.hash)
+        if k == CK.VAR_DECL:     # (auto& and decltype(auto) deduce to a reference)
+            return p.type.get_canonical().kind in (self.ci.TypeKind.LVALUEREFERENCE,
+                                                   self.ci.TypeKind.RVALUEREFERENCE)
+        if k in (CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR,
+                 CK.CXX_REINTERPRET_CAST_EXPR, CK.CXX_CONST_CAST_EXPR):
+            # a value cast converts its operand first (an implicit conversion
+            # in between) unless the operand's type is a template's: a name
+            # right under the cast is cast to a reference
+            if q.type.get_canonical().kind.name not in ("UNEXPOSED", "DEPENDENT"):
+                return True
+            before = [t.spelling for t in p.get_tokens()
+                      if t.extent.start.offset < q.extent.start.offset]
+            return "&" in before or "&&" in before
+        return True

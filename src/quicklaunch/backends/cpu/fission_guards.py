@@ -44,6 +44,8 @@ class Guards:
         c = _strip(c)
         while c.kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR, CK.CSTYLE_CAST_EXPR,
                          CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR):
+            if c.type.get_canonical().kind.name not in _WIDE_INTS:
+                return None      # (bool)64 is 1, not 64
             kids = [k for k in _children(c) if k.kind != CK.TYPE_REF]
             if len(kids) != 1:
                 return None
@@ -57,6 +59,8 @@ class Guards:
         if len(toks) != 1:
             return None
         text = toks[0].rstrip("uUlL").replace("'", "")
+        if len(text) > 1 and text[0] == "0" and text.isdigit():
+            text = "0o" + text[1:]          # C's octal 040
         try:
             return int(text, 0)
         except ValueError:
@@ -104,8 +108,7 @@ class Guards:
         if k == CK.DECL_REF_EXPR:
             return c.referenced is not None and c.referenced.hash in self.wu_locals
         if k == CK.UNARY_OPERATOR:
-            toks = [t.spelling for t in c.get_tokens()]
-            return bool(toks) and toks[0] in ("!", "-", "~", "+") and len(kids) == 1 and \
+            return self.unop(c) in ("!", "-", "~", "+") and len(kids) == 1 and \
                 self.warp_uniform(kids[0])
         if k == CK.CONDITIONAL_OPERATOR:
             return len(kids) == 3 and all(self.warp_uniform(x) for x in kids)

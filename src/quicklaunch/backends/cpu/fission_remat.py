@@ -57,8 +57,7 @@ class Remat:
                      CK.CXX_FUNCTIONAL_CAST_EXPR, CK.TYPE_REF, CK.CXX_UNARY_EXPR):
                 continue
             if k == CK.UNARY_OPERATOR:
-                toks = [t.spelling for t in x.get_tokens()]
-                if not toks or toks[0] in ("++", "--", "&", "*") or toks[-1] in ("++", "--"):
+                if self.unop(x) in (None, "++", "--", "&", "*"):
                     return False
                 continue
             if k == CK.BINARY_OPERATOR:

@@ -11,16 +11,28 @@ from .clang_front import _children, _strip, _walk
 from .fission_classify import _REFUSED, _UNIFORM_BUILTINS, _YIELDS, Refuse
 
 
+# A name and an opening parenthesis: where a function-like macro is used
+_MACRO_CALL = re.compile(rb"[A-Za-z_][A-Za-z_0-9]*[ \t]*\(")
+
+
 class Structure:
     # ---------------------------------------------------- structure
     def analyse(self):
         CK = self.CK
-        for x, _ in _walk(self.body):
+        copied = (CK.COMPOUND_STMT, CK.IF_STMT, CK.FOR_STMT, CK.WHILE_STMT, CK.DO_STMT,
+                  CK.SWITCH_STMT, CK.VAR_DECL)   # parents of statements, conditions, inits
+        for x, parent in _walk(self.body):
             k = x.kind
             if k in (CK.GOTO_STMT, CK.INDIRECT_GOTO_STMT, CK.LABEL_STMT):
                 raise Refuse("goto or a label in the kernel")
             if k == CK.LAMBDA_EXPR:
                 raise Refuse("a lambda in the kernel")
+            if x.extent.start.offset == x.extent.end.offset and parent is not None and \
+                    parent.kind in copied and (k.is_expression() or k.is_statement()) and \
+                    _MACRO_CALL.match(self.src.data, x.extent.start.offset):
+                raise Refuse(f"a statement spelled by a function-like macro's arguments "
+                             f"alone (line {self.src.user_line(x.extent.start.offset)}: "
+                             f"libclang gives it no source range to copy)")
             if k in (CK.ASM_STMT, CK.MS_ASM_STMT) or k.name == "GCC_ASM_STMT":
                 raise Refuse("inline assembly in the kernel")
             if k == CK.CXX_TRY_STMT:
@@ -282,12 +294,10 @@ class Structure:
             if x.kind in (CK.CALL_EXPR, CK.COMPOUND_ASSIGNMENT_OPERATOR, CK.LAMBDA_EXPR,
                           CK.CXX_NEW_EXPR, CK.CXX_DELETE_EXPR, CK.CXX_THROW_EXPR):
                 return False
-            if x.kind == CK.BINARY_OPERATOR and self.binop(x) == "=":
+            if x.kind == CK.BINARY_OPERATOR and self.binop(x) in (None, "="):
                 return False
-            if x.kind == CK.UNARY_OPERATOR:
-                toks = [t.spelling for t in x.get_tokens()]
-                if toks and (toks[0] in ("++", "--") or toks[-1] in ("++", "--")):
-                    return False
+            if x.kind == CK.UNARY_OPERATOR and self.unop(x) in (None, "++", "--"):
+                return False
         return True
 
     def header_parts(self, st):
@@ -470,9 +480,8 @@ class Structure:
         # addresses: a local whose address is taken may outlive its region
         for x, parent in _walk(self.body):
             if x.kind == CK.UNARY_OPERATOR:
-                toks = [t.spelling for t in x.get_tokens()]
                 kids = _children(x)
-                if toks and toks[0] == "&" and kids:
+                if self.unop(x) in ("&", None) and kids:
                     tgt = _strip(kids[0])
                     if tgt.kind == CK.DECL_REF_EXPR and tgt.referenced is not None and \
                             tgt.referenced.hash in self.locals and \
