@@ -15,6 +15,7 @@ WRITES_SOURCE = r"""
 #define SET(a, b) a = b
 #define INC(a) a++
 #define ZERO(a) a = 0
+#define WARP_SIZE 32
 
 // (bool)32 is 1: `threadIdx.x < 1` is not warp-uniform.
 __global__ void bool_literal(const int *x, int *y) {
@@ -96,6 +97,14 @@ __global__ void octal_warps(const int *x, int *y) {
     if (threadIdx.x < 040) v = __shfl_down_sync(FULL, v, 1);
     y[threadIdx.x] = v;
 }
+
+// The warp size spelled by the module's own macro: warp-uniform too.
+__global__ void macro_warp_size(const int *x, int *y) {
+    int v = x[threadIdx.x];
+    const int wid = threadIdx.x / WARP_SIZE;
+    if (wid == 0) v = __shfl_down_sync(FULL, v, 1);
+    y[threadIdx.x] = v;
+}
 """
 
 FIBERS = {"bool_literal": "thread-dependent condition",
@@ -132,13 +141,14 @@ def test_written_matches_fibers(mods, name):
     np.testing.assert_array_equal(y, want)
 
 
-def test_octal_literal_is_read(mods):
+@pytest.mark.parametrize("name", ["octal_warps", "macro_warp_size"])
+def test_literal_is_read(mods, name):
     fis, _ = mods
-    assert fis.octal_warps.tier == "fission", fis.octal_warps.attributes["tier_reason"]
+    assert fis[name].tier == "fission", fis[name].attributes["tier_reason"]
     rng = np.random.default_rng(8)
     for block in (64, 96):
         x = rng.integers(-1000, 1000, block).astype(np.int32)
-        y = run_both_tiers(mods, "octal_warps", 1, block, x, poisoned(block, np.int32))[1]
+        y = run_both_tiers(mods, name, 1, block, x, poisoned(block, np.int32))[1]
         want = x.copy()
         want[:31] = x[1:32]
         np.testing.assert_array_equal(y, want)

@@ -13,7 +13,8 @@ read only lanes of warps that all took the branch.
 
 What counts as warp-uniform (proved from the expression, else the kernel
 stays on fibers): block-uniform values; `threadIdx.x / K` and
-`threadIdx.x >> S` with K a literal multiple of 32 (or warpSize) and S >= 5;
+`threadIdx.x >> S` with K a literal multiple of 32 (or warpSize, or an
+object-like macro of the module defined once as such a literal) and S >= 5;
 `threadIdx.x < K` and `threadIdx.x >= K` (K a multiple of 32), `<=` and `>`
 with K + 1 one; arithmetic, comparisons and logic over those; and locals
 initialised from them (or from threadIdx.x itself) and never assigned
@@ -25,6 +26,9 @@ must reach it.
 """
 from __future__ import annotations
 
+import re
+
+from . import fission_warp
 from .clang_front import _children, _in_main, _strip, _walk
 
 _COMPARE = {"<", ">=", "<=", ">"}
@@ -55,10 +59,15 @@ class Guards:
             return 32
         if c.kind != CK.INTEGER_LITERAL:
             return None
-        toks = [t.spelling for t in c.get_tokens()]
-        if len(toks) != 1:
+        # the source text, not the cursor's tokens (wrong for a macro's literal)
+        text = self.src.text(c.extent.start.offset, c.extent.end.offset).strip()
+        if not re.fullmatch(r"[A-Za-z_0-9']+", text):
             return None
-        text = toks[0].rstrip("uUlL").replace("'", "")
+        if text[:1].isalpha() or text[:1] == "_":   # `#define WARP_SIZE 32`
+            if not hasattr(self, "macros"):
+                self.macros = fission_warp.object_macros(self.src.text(0, len(self.src.data)))
+            text = fission_warp._resolve(text, self.macros)
+        text = text.rstrip("uUlL").replace("'", "")
         if len(text) > 1 and text[0] == "0" and text.isdigit():
             text = "0o" + text[1:]          # C's octal 040
         try:
