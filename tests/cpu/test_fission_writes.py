@@ -105,6 +105,14 @@ __global__ void macro_warp_size(const int *x, int *y) {
     if (wid == 0) v = __shfl_down_sync(FULL, v, 1);
     y[threadIdx.x] = v;
 }
+
+// ... and by a constexpr integer.
+constexpr unsigned kWarp = 32;
+__global__ void constexpr_warp_size(const int *x, int *y) {
+    int v = x[threadIdx.x];
+    if (threadIdx.x / kWarp == 1) v = __shfl_xor_sync(FULL, v, 5);
+    y[threadIdx.x] = v;
+}
 """
 
 FIBERS = {"bool_literal": "thread-dependent condition",
@@ -141,7 +149,7 @@ def test_written_matches_fibers(mods, name):
     np.testing.assert_array_equal(y, want)
 
 
-@pytest.mark.parametrize("name", ["octal_warps", "macro_warp_size"])
+@pytest.mark.parametrize("name", ["octal_warps", "macro_warp_size", "constexpr_warp_size"])
 def test_literal_is_read(mods, name):
     fis, _ = mods
     assert fis[name].tier == "fission", fis[name].attributes["tier_reason"]
@@ -150,5 +158,8 @@ def test_literal_is_read(mods, name):
         x = rng.integers(-1000, 1000, block).astype(np.int32)
         y = run_both_tiers(mods, name, 1, block, x, poisoned(block, np.int32))[1]
         want = x.copy()
-        want[:31] = x[1:32]
+        if name == "constexpr_warp_size":
+            want[32:64] = x[32:64][np.arange(32) ^ 5]
+        else:
+            want[:31] = x[1:32]
         np.testing.assert_array_equal(y, want)

@@ -14,7 +14,8 @@ read only lanes of warps that all took the branch.
 What counts as warp-uniform (proved from the expression, else the kernel
 stays on fibers): block-uniform values; `threadIdx.x / K` and
 `threadIdx.x >> S` with K a literal multiple of 32 (or warpSize, or an
-object-like macro of the module defined once as such a literal) and S >= 5;
+object-like macro of the module defined once as such a literal, or a
+const integer initialised with one) and S >= 5;
 `threadIdx.x < K` and `threadIdx.x >= K` (K a multiple of 32), `<=` and `>`
 with K + 1 one; arithmetic, comparisons and logic over those; and locals
 initialised from them (or from threadIdx.x itself) and never assigned
@@ -42,8 +43,9 @@ _ARITH = {"+", "-", "*", "/", "%", "&", "|", "^", "&&", "||", "==", "!=", "<<", 
 class Guards:
     """Mixin of the fission kernel (_Kernel): warp-uniform conditions."""
 
-    def literal(self, c) -> int | None:
-        """The value of an integer literal (or warpSize), else None."""
+    def literal(self, c, depth=0) -> int | None:
+        """The value of an integer literal (or warpSize, or a const integer
+        initialised with one), else None."""
         CK = self.CK
         c = _strip(c)
         while c.kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR, CK.CSTYLE_CAST_EXPR,
@@ -57,6 +59,12 @@ class Guards:
         if c.kind == CK.DECL_REF_EXPR and c.spelling == "warpSize" and \
                 c.referenced is not None and not _in_main(c.referenced, self.main):
             return 32
+        r = c.referenced if c.kind == CK.DECL_REF_EXPR else None
+        if r is not None and r.kind == CK.VAR_DECL and r.type.is_const_qualified() and \
+                r.type.get_canonical().kind.name in _WIDE_INTS and depth < 4:
+            # `constexpr int kWarp = 32;` (a const integer's literal initialiser)
+            inits = [k for k in _children(r) if k.kind not in (CK.TYPE_REF, CK.NAMESPACE_REF)]
+            return self.literal(inits[0], depth + 1) if len(inits) == 1 else None
         if c.kind != CK.INTEGER_LITERAL:
             return None
         # the source text, not the cursor's tokens (wrong for a macro's literal)
