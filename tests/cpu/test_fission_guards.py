@@ -7,6 +7,8 @@ fibers with the reason."""
 import numpy as np
 import pytest
 
+import quicklaunch as ql
+
 from .conftest import both_tiers, poisoned, run_both_tiers
 
 GUARDS_SOURCE = r"""
@@ -161,3 +163,69 @@ def test_rows_that_split_warps_run_on_fibers(mods):
     rng = np.random.default_rng(7)
     x = rng.standard_normal(128).astype(np.float32)
     run_both_tiers(mods, "odd_warps", 2, (16, 4), x, poisoned(128, np.float32))
+
+
+ROWS_SOURCE = r"""
+#define FULL 0xffffffffu
+
+// Row-wise guards on threadIdx.y (one warp never spans rows when blockDim.x
+// is a multiple of 32), and a guard on a barrier loop's counter: the warp
+// `r` of each row shifts its values down in round r, then the block syncs.
+__global__ void row_rounds(const float *x, float *y) {
+    const int t = threadIdx.y * blockDim.x + threadIdx.x;
+    const int i = blockIdx.x * blockDim.x * blockDim.y + t;
+    float v = x[i];
+    if (threadIdx.y == 1) {
+        for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL, v, o);
+    }
+    for (int r = 0; r < 2; ++r) {
+        if ((int)(threadIdx.x / 32) == r) v = __shfl_down_sync(FULL, v, 1) * 2.0f;
+        __syncthreads();
+    }
+    y[i] = v;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def rows(cpu):
+    return both_tiers(cpu, ROWS_SOURCE)
+
+
+def _row_rounds_ref(x, block):
+    bx, by = block
+    ref = x.astype(np.float32).copy().reshape(-1, by, bx)
+    for b in range(ref.shape[0]):
+        flat = ref[b].reshape(-1)
+        if by > 1:
+            for w in range(bx // 32):   # row 1's warps: the warp sum everywhere
+                seg = flat[bx + 32 * w: bx + 32 * w + 32]
+                seg[:] = np.float32(seg.astype(np.float64).sum())
+        for row in range(by):
+            for r in range(min(2, bx // 32)):
+                a = row * bx + 32 * r
+                seg = flat[a: a + 32].copy()
+                flat[a: a + 32] = np.concatenate([seg[1:], seg[-1:]]) * np.float32(2)
+    return ref.reshape(-1)
+
+
+@pytest.mark.parametrize("block", [(32, 2), (64, 3), (96, 1)])
+def test_row_and_counter_guards(rows, block):
+    fis, fib = rows
+    assert fis.row_rounds.tier == "fission", fis.row_rounds.attributes["tier_reason"]
+    assert "2 warp-uniform branch(es)" in fis.row_rounds.attributes["tier_reason"]
+    rng = np.random.default_rng(block[0] + block[1])
+    n = 2 * block[0] * block[1]
+    x = rng.standard_normal(n).astype(np.float32)
+    y = run_both_tiers(rows, "row_rounds", 2, block, x, poisoned(n, np.float32))[1]
+    np.testing.assert_allclose(y, _row_rounds_ref(x, block), rtol=1e-5, atol=1e-5)
+
+
+def test_row_guard_with_rows_that_split_warps(rows):
+    """blockDim (16, 4): threadIdx.y differs inside a warp; the launch runs
+    on fibers, which raise (half of each warp is at another shuffle)."""
+    x = np.random.default_rng(3).standard_normal(128).astype(np.float32)
+    fis, fib = rows
+    for m in (fis, fib):
+        with pytest.raises(ql.LaunchError, match=r"__shfl_(xor|down)_sync"):
+            m.row_rounds[2, (16, 4)](x, poisoned(128, np.float32))

@@ -68,6 +68,7 @@ WAVE64_EXCLUDED = {   # source -> the 32-lane warp code in it
                                        "threadIdx.x & 31",
     "test_fission_guards.GUARDS_SOURCE": "shuffles and votes over 0xffffffff, warps of "
                                          "threadIdx.x / 32",
+    "test_fission_guards.ROWS_SOURCE": "shuffles over 0xffffffff, warps of threadIdx.x / 32",
     "test_fission_writes.WRITES_SOURCE": "__shfl_down_sync(0xffffffff, ...) under "
                                          "threadIdx.x / 32 branches",
 }

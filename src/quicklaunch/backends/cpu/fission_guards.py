@@ -17,7 +17,7 @@ stays on fibers): block-uniform values; `threadIdx.x / K` and
 object-like macro of the module defined once as such a literal, or a
 const integer initialised with one) and S >= 5;
 `threadIdx.x < K` and `threadIdx.x >= K` (K a multiple of 32), `<=` and `>`
-with K + 1 one; arithmetic, comparisons and logic over those; and locals
+with K + 1 one; threadIdx.y and .z; the counters of enclosing barrier loops; arithmetic, comparisons and logic over those; and locals
 initialised from them (or from threadIdx.x itself) and never assigned
 again. threadIdx.x's warps are whole rows of the block when blockDim.x is
 a multiple of 32 or the block is one row: another block shape runs the
@@ -106,13 +106,14 @@ class Guards:
             return c.referenced.hash in self.x_locals
         return False
 
-    def warp_uniform(self, c) -> bool:
+    def warp_uniform(self, c, counters=frozenset()) -> bool:
         """Whether expression `c` has one value in each warp of a block whose
-        warps are whole rows of threadIdx.x (see the module's docstring)."""
+        warps are whole rows of threadIdx.x (see the module's docstring);
+        `counters`: the enclosing barrier loops' counters (block-uniform)."""
         CK = self.CK
         from .fission_classify import Refuse
         try:
-            self.uniform_expr(c, allow_shared=False, why="condition")
+            self.uniform_expr(c, allow_shared=False, counters=counters, why="condition")
             return True
         except Refuse:
             pass
@@ -121,14 +122,21 @@ class Guards:
         kids = [x for x in _children(c) if x.kind != CK.TYPE_REF]
         if k in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR, CK.CSTYLE_CAST_EXPR,
                  CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR):
-            return len(kids) == 1 and self.warp_uniform(kids[0])
+            return len(kids) == 1 and self.warp_uniform(kids[0], counters)
+        if k == CK.MEMBER_REF_EXPR and c.spelling in ("y", "z"):
+            # a warp lies in one row (blockDim.x a multiple of 32) or the
+            # block is one row (y = z = 0): the Rows check of every launch
+            b = _strip(kids[0]) if kids else None
+            return b is not None and b.kind == CK.DECL_REF_EXPR and \
+                b.spelling == "threadIdx" and b.referenced is not None and \
+                not _in_main(b.referenced, self.main)
         if k == CK.DECL_REF_EXPR:
             return c.referenced is not None and c.referenced.hash in self.wu_locals
         if k == CK.UNARY_OPERATOR:
             return self.unop(c) in ("!", "-", "~", "+") and len(kids) == 1 and \
-                self.warp_uniform(kids[0])
+                self.warp_uniform(kids[0], counters)
         if k == CK.CONDITIONAL_OPERATOR:
-            return len(kids) == 3 and all(self.warp_uniform(x) for x in kids)
+            return len(kids) == 3 and all(self.warp_uniform(x, counters) for x in kids)
         if k != CK.BINARY_OPERATOR or len(kids) != 2:
             return False
         op = self.binop(c)
@@ -151,7 +159,7 @@ class Guards:
                     edge = kv if o in ("<", ">=") else kv + 1
                     return edge >= 0 and edge % 32 == 0
         if op in _ARITH:
-            return self.warp_uniform(a) and self.warp_uniform(b)
+            return self.warp_uniform(a, counters) and self.warp_uniform(b, counters)
         return False
 
     def find_warp_locals(self, written):
@@ -182,7 +190,7 @@ class Guards:
         but not block-uniform; raises `why` (the block-uniformity refusal)
         when it is neither, or when a block barrier sits under it."""
         if any(self.block_barrier_in(b) for b in kids[1:]) or \
-                not self.pure(kids[0]) or not self.warp_uniform(kids[0]):
+                not self.pure(kids[0]) or not self.warp_uniform(kids[0], frozenset(counters)):
             raise why
         self.guards += 1
         gid = self.guards
