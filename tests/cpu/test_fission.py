@@ -139,17 +139,25 @@ __global__ void divergent(int *out) {
     out[threadIdx.x] = 1;
 }
 __device__ void helper_sync() { __syncthreads(); }
-__global__ void in_callee(int *out) {
+__global__ void in_callee(int *out) {      // fission: the helper is inlined
     out[threadIdx.x] = 1;
     helper_sync();
+}
+__device__ void helper_sync_unless(const int *skip) {
+    if (*skip) return;                      // an early return: not inlined
+    __syncthreads();
+}
+__global__ void in_callee_early(int *out, const int *skip) {
+    out[threadIdx.x] = 1;
+    helper_sync_unless(skip);
 }
 """
 
 FISSION = ["tree", "samples<512>", "matmul", "early", "votes", "rounds", "checked", "faulting",
-           "shuffled"]
+           "shuffled", "in_callee"]
 FIBERS = {"under_tid": "thread-dependent condition (threadIdx)",
           "divergent": "thread-dependent condition",
-          "in_callee": "called function 'helper_sync'"}
+          "in_callee_early": "called function 'helper_sync_unless' returns early"}
 
 
 @pytest.fixture(scope="module")

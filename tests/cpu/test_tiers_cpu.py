@@ -42,12 +42,21 @@ __global__ void checked(const int *v, int n) {
 
 @pytest.fixture(scope="module")
 def mod(cpu):
-    return ql.compile(SOURCE, device=cpu)
+    # `sums` on fibers (its helper would be inlined into fission otherwise):
+    # these tests are about a fiber kernel beside loop kernels
+    mp = pytest.MonkeyPatch()
+    try:
+        mp.setenv("QUICKLAUNCH_CPU_FISSION", "0")
+        return ql.compile(SOURCE, device=cpu)
+    finally:
+        mp.undo()
 
 
-def test_each_kernel_gets_its_own_tier(mod):
+@pytest.mark.parametrize("fission,tier", [("0", 2), ("1", 3)])
+def test_each_kernel_gets_its_own_tier(mod, monkeypatch, fission, tier):
+    monkeypatch.setenv("QUICKLAUNCH_CPU_FISSION", fission)
     built = compiler.build(SOURCE, (), (), False)
-    assert {k.expr: k.tier for k in built.kernels} == {"scale": 1, "sums": 2, "checked": 1}
+    assert {k.expr: k.tier for k in built.kernels} == {"scale": 1, "sums": tier, "checked": 1}
 
 
 @pytest.mark.parametrize("n", [1, 31, 1000, 4097])

@@ -71,6 +71,9 @@ WAVE64_EXCLUDED = {   # source -> the 32-lane warp code in it
     "test_fission_guards.ROWS_SOURCE": "shuffles over 0xffffffff, warps of threadIdx.x / 32",
     "test_fission_writes.WRITES_SOURCE": "__shfl_down_sync(0xffffffff, ...) under "
                                          "threadIdx.x / 32 branches",
+    "test_fission_inline.INLINE_SOURCE": "helpers shuffling over 0xffffffff, lane = "
+                                         "threadIdx.x % 32",
+    "test_fission_inline.REFUSED_SOURCE": "helpers shuffling over 0xffffffff",
 }
 ADAPT = {   # source -> (extra options, why, the error without)
     "test_module.SOURCE": (["-DOPTION_VALUE=41"], "the CPU test passes the same option",

@@ -178,6 +178,28 @@ def unary_operator(c) -> str | None:
     return _UNOPS.get(fn(c)) if fn is not None else None
 
 
+def specialized_template(c):
+    """The template a function template specialisation was instantiated
+    from (what a resolved call to a template references), else None."""
+    key = ("opfn", "specialized")
+    if key not in _state:
+        fn = None
+        try:
+            import clang.cindex as ci
+            fn = ci.conf.lib.clang_getSpecializedCursorTemplate
+            fn.argtypes = [ci.Cursor]
+            fn.restype = ci.Cursor
+            fn.errcheck = ci.Cursor.from_result
+        except Exception:
+            fn = None
+        _state[key] = fn
+    fn = _state[key]
+    if fn is None:
+        return None
+    t = fn(c)
+    return t if t is not None and t.kind == c.kind.FUNCTION_TEMPLATE else None
+
+
 def _children(c):
     return list(c.get_children())
 

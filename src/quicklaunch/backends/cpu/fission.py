@@ -21,7 +21,8 @@ they run in thread loops guarded by the branch's per-thread condition
 The front end is libclang (the PyPI `libclang` wheel, imported lazily): the
 shim is parsed once into a precompiled header kept in the compile cache, so
 a kernel parses in ~10 ms. The pass is conservative: whatever it cannot
-prove (a barrier under a thread-dependent condition, in a called function,
+prove (a barrier under a thread-dependent condition, in a called function
+the inliner refuses (fission_inline.py inlines the module's helpers first),
 in a macro, inside do/switch; warp functions under a condition that is not
 block- or warp-uniform or with a partial mask; tiles; goto; lambdas; a
 modified parameter; the address of a local that could outlive its region;
@@ -30,7 +31,7 @@ code is text taken from the user's source, with `#line` directives back to
 the user's lines.
 
 Files: this one (the plan of a module), clang_front.py (libclang, the
-precompiled shim, cursor helpers), fission_classify.py (calls, uniformity,
+precompiled shim, cursor helpers), fission_inline.py (helpers inlined), fission_classify.py (calls, uniformity,
 writes), fission_structure.py (regions, boundaries, live locals),
 fission_codegen.py (the generated function), fission_warp.py (warp
 functions as boundaries), fission_guards.py (warp-uniform branches).
@@ -38,6 +39,7 @@ functions as boundaries), fission_guards.py (warp-uniform branches).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 # _base_args, _lock, _pch and _state are the front end's, used here, by shifts.py and in tests
@@ -46,6 +48,7 @@ from .clang_front import (_base_args, _cindex, _in_main, _libclang_version, _loc
 from .fission_classify import Classify, Refuse  # noqa: F401
 from .fission_codegen import Codegen
 from .fission_guards import Guards
+from .fission_inline import Inliner
 from .fission_remat import Remat
 from .fission_structure import Structure
 
@@ -64,7 +67,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-17"
+    return f"fission={_libclang_version()}-pass-18"
 
 
 @dataclass
@@ -152,19 +155,13 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
         return res
     CK = ci.CursorKind
     src = _Src(unit.encode(), 2, first_line)
-    defs: dict = {}
-    kernels: dict = {}
+    defs, kernels = _collect(tu, CK, main)
 
-    def collect(c):
-        for ch in c.get_children():
-            if ch.kind in (CK.NAMESPACE, CK.LINKAGE_SPEC):
-                if _in_main(ch, main):
-                    collect(ch)
-            elif ch.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE) and \
-                    ch.is_definition() and _in_main(ch, main):
-                defs.setdefault(ch.spelling, []).append(ch)
-                kernels.setdefault(_qualified(ch, CK), []).append(ch)
-    collect(tu.cursor)
+    def reparse(text):
+        """The unit with an inlined kernel appended (fission_inline.py)."""
+        with _lock:
+            tu2 = idx.parse(main, args=args, unsaved_files=[(main, text)])
+        return tu2, _collect(tu2, CK, main)[0]
     code = []
     for e in wanted:
         base = e.split("<")[0].strip()
@@ -187,6 +184,12 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
         try:
             if key not in _done(res):
                 k = _Kernel(ci, fn, src, main, filename, defs)
+                inl = Inliner(ci, fn, src, main, defs, k.reaches_tier2, reparse)
+                fn2, src2, defs2 = inl.run()
+                if fn2 is not fn:
+                    k = _Kernel(ci, fn2, src2, main, filename, defs2)
+                    k.qual = _qualified(fn, CK) or fn.spelling
+                    k.inlined = inl.counter
                 k.analyse()
                 text = k.generate(fname)
                 ns = _namespaces(fn, CK)
@@ -195,6 +198,8 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
                 code.append(f"{opened}\n{text}{closed}\n")
                 _done(res)[key] = k
         except Refuse as exc:
+            # a name the inliner gave (__ql_i3_lane) as the user wrote it
+            exc = Refuse(re.sub(r"\b__ql_[is]\d+_(\w+)", r"\1", str(exc)))
             res.tiers[e] = ("fibers", str(exc))
             _done(res)[key] = exc
             continue
@@ -211,12 +216,33 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
                         f"{len(done.replicated)} local(s) replicated per thread")
         if nwarp:
             res.warps.add(e)
+        if getattr(done, "inlined", 0):
+            res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
+                            f", {done.inlined} call(s) inlined")
         if done.guards:
             res.warp_rows.add(e)
             res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
                             f", {done.guards} warp-uniform branch(es) guarded per thread")
     res.code = "".join(code)
     return res
+
+
+def _collect(tu, CK, main):
+    """(name -> the module's function definitions, qualified name -> them)."""
+    defs: dict = {}
+    kernels: dict = {}
+
+    def collect(c):
+        for ch in c.get_children():
+            if ch.kind in (CK.NAMESPACE, CK.LINKAGE_SPEC):
+                if _in_main(ch, main):
+                    collect(ch)
+            elif ch.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE) and \
+                    ch.is_definition() and _in_main(ch, main):
+                defs.setdefault(ch.spelling, []).append(ch)
+                kernels.setdefault(_qualified(ch, CK), []).append(ch)
+    collect(tu.cursor)
+    return defs, kernels
 
 
 def _done(res) -> dict:

@@ -268,7 +268,7 @@ class Codegen:
             # assert() names the kernel as the compiler spells the original's
             # signature in __PRETTY_FUNCTION__ (the fibers' message): g++
             # "const int*", clang "const int *" (libclang's own spelling)
-            qual = _qualified(fn, self.CK) or fn.spelling
+            qual = getattr(self, "qual", None) or _qualified(fn, self.CK) or fn.spelling
 
             def pretty(types):
                 return f"void {qual}({', '.join(types)})".replace("\\", "\\\\").replace('"', '\\"')
