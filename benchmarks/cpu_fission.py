@@ -10,7 +10,9 @@ reduction with 9 barriers per thread over 2^22 floats (reference: NumPy's
 sum), and two warp-shuffle kernels with one warp per row over 1024x768
 floats: layernorm and an online softmax (references: the same in NumPy), and
 block sums by warp shuffles whose last step runs in the first warp only (a
-warp-uniform branch; reference: the barrier-free sums). Fibers are forced with QUICKLAUNCH_CPU_FISSION=0 at compile time.
+warp-uniform branch; reference: the barrier-free sums), and the same block
+sums through `__device__` helpers (warp_reduce, block_reduce: inlined before
+fission). Fibers are forced with QUICKLAUNCH_CPU_FISSION=0 at compile time.
 """
 import argparse
 import os
@@ -146,9 +148,31 @@ __global__ void warp_block_sums(const float *in, float *out, int n) {
         if (lane == 0) out[blockIdx.x] = v;
     }
 }
+
+// The same block sums the way most code spells them: a warp helper and a
+// block helper with its own __shared__ partials (inlined before fission).
+__device__ __forceinline__ float warp_reduce(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffff, v, o);
+    return v;
+}
+__device__ float block_reduce(float v) {
+    static __shared__ float part[32];
+    const int lane = threadIdx.x % 32, wid = threadIdx.x / 32;
+    v = warp_reduce(v);
+    if (lane == 0) part[wid] = v;
+    __syncthreads();
+    v = threadIdx.x < blockDim.x / 32 ? part[lane] : 0.f;
+    if (wid == 0) v = warp_reduce(v);
+    return v;
+}
+__global__ void helper_block_sums(const float *in, float *out, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const float s = block_reduce(i < n ? in[i] : 0.f);
+    if (threadIdx.x == 0) out[blockIdx.x] = s;
+}
 """
 EXPRS = ["tree", "plain_sums", "samples<512>", "matmul", "layernorm_rows", "softmax_online",
-         "warp_block_sums"]
+         "warp_block_sums", "helper_block_sums"]
 
 
 def compile_tier(fission: bool):
@@ -197,6 +221,11 @@ def main(argv=None) -> int:
         t = median_s(lambda: m.warp_block_sums[blocks, 256](x, out, n), args.runs)
         np.testing.assert_allclose(out, x.reshape(blocks, 256).sum(1), rtol=1e-3, atol=1e-3)
         rows.append(("warp-shuffle block sums 256 thr, 2^22", name, t, "same sums, no barriers",
+                     ref))
+    for name, m in (("fibers", fib), ("fission", fis)):
+        t = median_s(lambda: m.helper_block_sums[blocks, 256](x, out, n), args.runs)
+        np.testing.assert_allclose(out, x.reshape(blocks, 256).sum(1), rtol=1e-3, atol=1e-3)
+        rows.append(("helper block sums (inlined), 2^22", name, t, "same sums, no barriers",
                      ref))
 
     M = N = K = 512

@@ -190,6 +190,7 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
                     k = _Kernel(ci, fn2, src2, main, filename, defs2)
                     k.qual = _qualified(fn, CK) or fn.spelling
                     k.inlined = inl.counter
+                _check_late(tu, CK, main, fn, k, body)
                 k.analyse()
                 text = k.generate(fname)
                 ns = _namespaces(fn, CK)
@@ -225,6 +226,51 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
                             f", {done.guards} warp-uniform branch(es) guarded per thread")
     res.code = "".join(code)
     return res
+
+
+def _check_late(tu, CK, main, fn, k, body: str):
+    """The fission code is compiled after the whole module: refuses a kernel
+    whose names could mean something else there (a macro the module defines
+    twice or #undefs, a function overloaded after the kernel)."""
+    from .clang_front import _walk
+    from .fission_inline import PREFIX
+    defs: dict = {}
+    for m in re.finditer(r"^[ \t]*#[ \t]*(define|undef)[ \t]+([A-Za-z_]\w*)", body, re.M):
+        defs.setdefault(m.group(2), []).append(m.group(1))
+    unstable = {n for n, ds in defs.items() if len(ds) > 1 or "undef" in ds}
+    later: dict = {}
+    seen: set = set()
+    end = fn.extent.end.offset
+
+    def scan(c):
+        for ch in c.get_children():
+            if not _in_main(ch, main):
+                continue
+            if ch.kind in (CK.NAMESPACE, CK.LINKAGE_SPEC):
+                scan(ch)
+            elif ch.kind in (CK.FUNCTION_DECL, CK.FUNCTION_TEMPLATE) and \
+                    not ch.spelling.startswith(PREFIX):
+                if ch.extent.start.offset > end:
+                    later.setdefault(ch.spelling, set()).add(ch.get_usr())
+                else:
+                    seen.add(ch.get_usr())
+    scan(tu.cursor)
+    later = {n for n, usrs in later.items() if usrs - seen}   # (a definition of an
+    # earlier declaration is the same function)
+    if not unstable and not later:
+        return
+    kbody = k.body
+    a, b = kbody.extent.start.offset, kbody.extent.end.offset
+    for m in re.finditer(r"[A-Za-z_]\w*", k.src.text(a, b)):
+        if m.group(0) in unstable:
+            raise Refuse(f"macro '{m.group(0)}' is defined twice or #undef'd in the module "
+                         f"(the fission code is compiled after all of it)")
+    for c, _ in _walk(kbody):
+        if c.kind in (CK.CALL_EXPR, CK.OVERLOADED_DECL_REF, CK.DECL_REF_EXPR) and \
+                c.spelling in later:
+            raise Refuse(f"'{c.spelling}' is declared again after the kernel (the fission "
+                         f"code, compiled after the whole module, could call another "
+                         f"overload)")
 
 
 def _collect(tu, CK, main):

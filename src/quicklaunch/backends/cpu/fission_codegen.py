@@ -200,6 +200,22 @@ class Codegen:
                 out.append("\n{" + self.emit(it[1]) + "\n}")
         return "".join(out)
 
+    def spell_type(self, t) -> str:
+        """Type `t` as the function's top can spell it: a type named through
+        the kernel's own local typedef (`typedef double real;` in its body)
+        is spelled canonically, or the name would find an outer `real`."""
+        if not hasattr(self, "local_types"):
+            self.local_types = {c.spelling for c, _ in _walk(self.body)
+                                if c.kind in (self.CK.TYPEDEF_DECL, self.CK.TYPE_ALIAS_DECL)}
+        s = t.spelling
+        if not self.local_types & set(re.findall(r"[A-Za-z_]\w*", s)):
+            return s
+        c = t.get_canonical().spelling
+        if any(w in c for w in ("type-parameter", "dependent", "(anonymous", "lambda")):
+            raise Refuse(f"a local of the kernel's own type '{s}' the pass cannot spell "
+                         f"outside its body")
+        return c
+
     def generate(self, fname: str) -> str:
         self.index = {h: i for i, h in enumerate(self.replicated)}
         self.remat = self.rematerialisable()   # fission_remat.py
@@ -238,7 +254,8 @@ class Codegen:
         sizes = []
         for h, i in self.index.items():
             v = self.replicated[h]
-            lines.append(f"using __ql_T{i} = typename ::ql_export::unconst<{v.type.spelling}>::type;")
+            lines.append(f"using __ql_T{i} = typename ::ql_export::unconst<"
+                         f"{self.spell_type(v.type)}>::type;")
             lines.append(f"static_assert(__is_trivially_copyable(__ql_T{i}), \"fission\");")
             sizes.append(f"::ql_export::scratch_bytes<__ql_T{i}>(__ql_n)")
         warp_scratch = [ts for bid, w in sorted(self.warp_ops.items())

@@ -35,6 +35,9 @@ MAX_ROUNDS = 6
 _DECLS = ("VAR_DECL", "TYPEDEF_DECL", "TYPE_ALIAS_DECL")
 _LATER_SEQUENCED = {",", "<<", ">>"}      # their left operand is evaluated first
 _CONDITIONAL = {"&&", "||"}
+_UNEVALUATED = {"decltype", "sizeof", "alignof", "_Alignof", "noexcept", "typeid",
+                "__typeof__", "typeof", "__alignof__"}
+MAX_CALLS = 64                            # inlined calls per kernel, all rounds
 
 
 class Inliner(TemplateArgs):
@@ -54,6 +57,14 @@ class Inliner(TemplateArgs):
         self.emitted = 0                  # ... of which the kernel text holds these
         self.ns = _namespaces(fn, self.CK)
         self.exact: dict = {}             # call hash -> a resolved template call's arguments
+        self.kernel_names: set = set()
+        # the module's own macros: name -> replacement text (a continued
+        # multi-line body is kept whole); those its helpers use are checked
+        # for names the kernel declares (they would be captured inlined)
+        self.macros = {}
+        for m in re.finditer(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)((?:[^\n]*\\\n)*[^\n]*)",
+                             self.base, re.M):
+            self.macros[m.group(1)] = self.macros.get(m.group(1), "") + " " + m.group(2)
 
     # ------------------------------------------------------------ tokens
     def toks(self, c, end=None):
@@ -169,11 +180,14 @@ class Inliner(TemplateArgs):
         while p is not None:
             k = p.kind
             if k == CK.COMPOUND_STMT:
+                if {t.spelling for t in self.toks(child)} & _UNEVALUATED:
+                    raise Refuse(self.why(x, "in a statement with an unevaluated operand "
+                                          "(decltype, sizeof, noexcept, typeid)"))
                 decls = _children(child) if child.kind == CK.DECL_STMT else []
                 if len(decls) > 1 and x.extent.start.offset >= decls[0].extent.end.offset:
                     raise Refuse(self.why(x, "in a declaration's second declarator"))
                 return child, False
-            if k in (CK.LAMBDA_EXPR, CK.CXX_UNARY_EXPR):
+            if k in (CK.LAMBDA_EXPR, CK.CXX_UNARY_EXPR, CK.CXX_TYPEID_EXPR):
                 raise Refuse(f"a call to '{x.spelling or 'a helper'}' inside a lambda, sizeof "
                              f"or alignof")
             if k == CK.CONDITIONAL_OPERATOR and _children(p)[0].hash != child.hash:
@@ -188,11 +202,32 @@ class Inliner(TemplateArgs):
                 if op in _LATER_SEQUENCED and first.hash != child.hash and \
                         self.side_effects(first):
                     raise Refuse(self.why(x, f"after a side effect its {op} orders first"))
+                if op == "=" and first.hash == child.hash and \
+                        self.side_effects(_children(p)[1]):
+                    raise Refuse(self.why(x, "left of an assignment whose right side, "
+                                          "ordered first, has a side effect"))
+            if k == CK.COMPOUND_ASSIGNMENT_OPERATOR and _children(p)[0].hash == child.hash \
+                    and self.side_effects(_children(p)[1]):
+                raise Refuse(self.why(x, "left of an assignment whose right side, ordered "
+                                      "first, has a side effect"))
+            if k == CK.INIT_LIST_EXPR:
+                before = []
+                for e in _children(p):
+                    if e.hash == child.hash:
+                        break
+                    before.append(e)
+                if any(self.side_effects(e) for e in before):
+                    raise Refuse(self.why(x, "in a braced list after a side effect it "
+                                          "orders first"))
             if k == CK.ARRAY_SUBSCRIPT_EXPR and _children(p)[0].hash != child.hash and \
                     self.side_effects(_children(p)[0]):
                 raise Refuse(self.why(x, "after a side effect its subscript orders first"))
             if k in (CK.IF_STMT, CK.SWITCH_STMT, CK.FOR_STMT, CK.WHILE_STMT, CK.DO_STMT,
                      CK.CXX_FOR_RANGE_STMT, CK.CASE_STMT, CK.DEFAULT_STMT, CK.LABEL_STMT):
+                first_tok = next((t.spelling for t in self.toks(p)), None)
+                if k != CK.LABEL_STMT and first_tok not in (
+                        "if", "switch", "for", "while", "do", "case", "default"):
+                    raise Refuse(self.why(x, "under a control statement a macro spells"))
                 if self.in_header(p, child):
                     if k == CK.IF_STMT and not self.has_init(p):
                         child, p = p, self.parents.get(p.hash)
@@ -296,6 +331,7 @@ class Inliner(TemplateArgs):
         body = [c for c in fn.get_children() if c.kind == self.CK.COMPOUND_STMT][0]
         kernel_names = {c.spelling for c, _ in _walk(fn)
                         if c.kind.name in _DECLS + _TPARAMS + ("PARM_DECL",)}
+        self.kernel_names = kernel_names
         pos = body.extent.start.offset + 1
         pieces = []
         for st, brace, xs in chosen:
@@ -351,12 +387,18 @@ class Inliner(TemplateArgs):
                          f"than the kernel (its names would resolve differently inlined)")
         self.counter += 1
         n = self.counter
+        if n > MAX_CALLS:
+            raise Refuse(f"more than {MAX_CALLS} calls to inline (recursion or a very "
+                         f"large helper tree)")
+        if self.recursive(d):
+            raise Refuse(f"a recursive call through '{fname}'")
         pre = f"__ql_i{n}_"
         params = [c for c in d.get_children() if c.kind == CK.PARM_DECL]
         args = self.arguments(x)
         if len(args) != len(params):
             raise Refuse(f"a call to '{fname}' with default or variadic arguments")
         binds = self.bindings(x, d, params, args)
+        self.check_binds(d, binds)
         # the names the callee declares, renamed; its uses of them checked
         decls = {}
         for c, _ in _walk(d):
@@ -367,7 +409,8 @@ class Inliner(TemplateArgs):
                 raise Refuse(f"called function '{fname}' asserts or names itself (its "
                              f"message would name the kernel inlined)")
             if c.kind in (CK.LABEL_STMT, CK.LAMBDA_EXPR, CK.STRUCT_DECL, CK.CLASS_DECL,
-                          CK.GOTO_STMT):
+                          CK.GOTO_STMT, CK.ENUM_DECL, CK.UNION_DECL, CK.USING_DIRECTIVE,
+                          CK.USING_DECLARATION, CK.NAMESPACE_ALIAS, CK.CLASS_TEMPLATE):
                 raise Refuse(f"called function '{fname}' declares a {c.kind.name.lower()} "
                              f"(not inlined)")
         shared = self.shared_decls(d, cbody, binds)
@@ -399,10 +442,11 @@ class Inliner(TemplateArgs):
                 continue
             if st.kind == CK.RETURN_STMT:
                 kids = _children(st)
-                if kids and rtype is not None:
+                if kids:                  # void: `return f(a);` still runs f(a)
                     e = kids[0]
+                    lhs = f"{result} = " if rtype is not None else "(void)"
                     lines.append(f"\n#line {self.src.user_line(e.extent.start.offset)}\n"
-                                 f"{result} = ({self.subst(e, binds, rename)});")
+                                 f"{lhs}({self.subst(e, binds, rename)});")
                 continue
             lines.append(f"\n#line {self.src.user_line(st.extent.start.offset)}\n" +
                          self.subst(st, binds, rename, end=self.stmt_end(st)))
@@ -414,7 +458,7 @@ class Inliner(TemplateArgs):
         variable itself (a reference is that object; no callee name can
         shadow it, all are renamed)."""
         TK = self.ci.TypeKind
-        if p.type.kind not in (TK.LVALUEREFERENCE, TK.RVALUEREFERENCE):
+        if p.type.kind != TK.LVALUEREFERENCE:
             return None
         c = self.arg_cursor(*arg)
         while c is not None and c.kind in (self.CK.UNEXPOSED_EXPR, self.CK.PAREN_EXPR) and \
@@ -426,7 +470,32 @@ class Inliner(TemplateArgs):
         name = c.spelling
         if self.src.text(*arg).strip() != name or not _in_main(c.referenced, self.main):
             return None
+        # the same object only when no conversion binds it (const double & to a
+        # float is a temporary)
+        want = _strip_cv(p.type.get_pointee().get_canonical().spelling)
+        have = _strip_cv(c.referenced.type.get_canonical().spelling)
+        if not want or want != have or "dependent" in want or "type-parameter" in want:
+            return None
         return name
+
+    def recursive(self, d, path=frozenset()) -> bool:
+        """Whether user function `d` can reach itself through user functions."""
+        key = d.get_usr() or d.spelling
+        if key in path or len(path) > 30:
+            return True
+        for x, _ in _walk(d):
+            if x.kind == self.CK.CALL_EXPR:
+                r = x.referenced
+                cands = [r.get_definition() or r] if r is not None and \
+                    _in_main(r, self.main) else self.defs.get(x.spelling, []) \
+                    if r is None else []
+                if r is not None and r.kind == self.CK.FUNCTION_DECL:
+                    t = specialized_template(r)
+                    if t is not None:
+                        cands = [t.get_definition() or t]
+                if any(self.recursive(c, path | {key}) for c in cands):
+                    return True
+        return False
 
     def arguments(self, x):
         if x.referenced is not None:
@@ -462,6 +531,10 @@ class Inliner(TemplateArgs):
         names = {}
         for c, p in _walk(cbody):
             if c.kind == CK.VAR_DECL and self.is_shared(c):
+                if d.kind == CK.FUNCTION_TEMPLATE and self.fn.kind == CK.FUNCTION_TEMPLATE:
+                    raise Refuse(f"a __shared__ variable of template '{d.spelling}' called "
+                                 f"from a template kernel (one per instantiation; not "
+                                 f"inlined)")
                 if p is None or p.kind != CK.DECL_STMT or len(_children(p)) != 1 or \
                         p.hash not in {s.hash for s in _children(cbody)}:
                     raise Refuse(f"a __shared__ variable of '{d.spelling}' not declared "
@@ -511,10 +584,29 @@ class Inliner(TemplateArgs):
                 raise Refuse(f"called function '{fname}' uses both its own and an outer "
                              f"'{c.spelling}' (not inlined)")
         free = {s for o, s in ids.items() if s not in rename and s not in binds}
+        for o, s in list(ids.items()):           # what the module's macros spell there
+            if s in self.macros and s not in rename:
+                free |= self.macro_names(s)
+        if d.kind == CK.FUNCTION_TEMPLATE:       # the result type, spelled as declared
+            free |= set(re.findall(r"[A-Za-z_]\w*", d.result_type.spelling)) - set(binds)
         clash = sorted(free & kernel_names)
         if clash:
             raise Refuse(f"called function '{fname}' uses '{clash[0]}', which the kernel "
                          f"declares too (not inlined)")
+
+    def macro_names(self, name, depth=0) -> set:
+        """The identifiers macro `name` of the module expands to (through
+        the module's other macros); a macro the pass cannot read gives a
+        name no kernel declares... except that it refuses."""
+        body = self.macros.get(name)
+        if body is None or depth > 8:
+            raise Refuse(f"a macro '{name}' the inliner cannot follow")
+        out = set()
+        for w in re.findall(r"[A-Za-z_]\w*", body):
+            out.add(w)
+            if w in self.macros and w != name:
+                out |= self.macro_names(w, depth + 1)
+        return out
 
     def subst(self, c, binds, rename, end=None) -> str:
         """The text of cursor `c` (to `end`), names renamed, template
@@ -540,7 +632,8 @@ class Inliner(TemplateArgs):
             return None
         if t.kind in (self.ci.TypeKind.LVALUEREFERENCE, self.ci.TypeKind.RVALUEREFERENCE):
             raise Refuse(f"called function '{d.spelling}' returns a reference (not inlined)")
-        s = _strip_cv(t.spelling)
+        s = _strip_cv(t.spelling if d.kind == self.CK.FUNCTION_TEMPLATE else
+                      t.get_canonical().spelling)
         for k, v in binds.items():
             s = re.sub(rf"\b{re.escape(k)}\b", v, s)
         return s

@@ -41,7 +41,7 @@ class TemplateArgs:
         for i, tp in enumerate(tps):
             kind = r.get_template_argument_kind(i)
             if tp.kind == CK.TEMPLATE_TYPE_PARAMETER and kind == TK.TYPE:
-                out[tp.spelling] = r.get_template_argument_type(i).spelling
+                out[tp.spelling] = r.get_template_argument_type(i).get_canonical().spelling
             elif tp.kind == CK.TEMPLATE_NON_TYPE_PARAMETER and kind == TK.INTEGRAL:
                 out[tp.spelling] = self.integral(r, i, tp)
             else:
@@ -100,11 +100,27 @@ class TemplateArgs:
                                  f"'{tp.spelling}' the pass cannot deduce; write it "
                                  f"(`{fname}<...>(...)`)")
                 dflt = _tokens_text(self.src, toks[eq[0] + 1:])
+                named = {t.spelling for t in toks[eq[0] + 1:] if t.kind.name == "IDENTIFIER"}
+                clash = sorted((named - {t.spelling for t in tparams}) & self.kernel_names)
+                if clash:
+                    raise Refuse(f"the default of '{fname}''s template parameter "
+                                 f"'{tp.spelling}' names '{clash[0]}', which the kernel "
+                                 f"declares too (not inlined)")
                 for k, v in binds.items():
                     dflt = re.sub(rf"\b{re.escape(k)}\b", v, dflt)
                 deduced = dflt if tp.kind == CK.TEMPLATE_TYPE_PARAMETER else f"({dflt})"
             binds[tp.spelling] = deduced
         return binds
+
+    def check_binds(self, d, binds):
+        """A type argument is pasted as text: a compound one (`const float *`)
+        would not bind alike (`T a, b;` makes `b` a float)."""
+        for tp in d.get_children():
+            v = binds.get(tp.spelling, "")
+            if tp.kind == self.CK.TEMPLATE_TYPE_PARAMETER and any(ch in v for ch in "*&[("):
+                raise Refuse(f"a call to '{d.spelling}' whose template argument "
+                             f"'{tp.spelling}' is a pointer, reference, array or function "
+                             f"type ({v}; not inlined)")
 
     def explicit_args(self, x, fname) -> list[str]:
         toks = self.toks(x)

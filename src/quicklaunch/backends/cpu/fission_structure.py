@@ -8,7 +8,7 @@ import re
 
 from . import fission_warp
 from .clang_front import _children, _strip, _walk
-from .fission_classify import _REFUSED, _UNIFORM_BUILTINS, _YIELDS, Refuse
+from .fission_classify import _REFUSED, _UNIFORM_BUILTINS, _YIELDS, BARRIERS, Refuse
 
 
 # A name and an opening parenthesis: where a function-like macro is used
@@ -39,6 +39,12 @@ class Structure:
                 raise Refuse("try in the kernel")
             if k == CK.CALL_EXPR and not self.is_barrier_call(x):
                 self.check_callee(x)
+            if k == CK.OVERLOADED_DECL_REF and (x.spelling in fission_warp.WARP_OPS or
+                                                x.spelling in BARRIERS):
+                # a template kernel's call on a dependent type: the pass would
+                # not see it as a boundary
+                raise Refuse(f"'{x.spelling}' on a value of a template parameter's type "
+                             f"(line {self.src.user_line(x.extent.start.offset)})")
             if k in (CK.DECL_REF_EXPR, CK.TYPE_REF, CK.NAMESPACE_REF, CK.TEMPLATE_REF,
                      CK.MEMBER_REF_EXPR, CK.OVERLOADED_DECL_REF) and \
                     x.spelling in _REFUSED and x.spelling not in _YIELDS:
@@ -244,6 +250,8 @@ class Structure:
         if not hasattr(self, "macros"):
             self.macros = fission_warp.object_macros(self.src.text(0, len(self.src.data)))
         w = fission_warp.classify(call, refuse, self.macros)
+        if w.ctype:
+            w.ctype = self.spell_type(call.type)
         self.warp_calls += 1
         n = sum(1 for d, _ in _walk(st) if self.is_barrier_call(d))
         if n != 1:
