@@ -41,6 +41,11 @@ EXCLUDED = {   # source -> (reason, what the compiler says)
                                  "block_tile_memory, cooperative_groups/scan.h): HIP's "
                                  "cooperative groups stop at one wavefront",
                                  "'cooperative_groups/scan.h' file not found"),
+    "test_fission_tiles.SCAN_SOURCE": ("cg::inclusive_scan and exclusive_scan: HIP's "
+                                       "cooperative groups have no scan.h",
+                                       "'cooperative_groups/scan.h' file not found"),
+    "test_fission_tiles.WIDE_SOURCE": ("a tile of 128 threads, wider than a wavefront",
+                                       "tiled_partition<N>: N must be a power of two"),
     **{case: ("CUB's collectives: hiprtc has no CUB and quicklaunch does not map it to hipCUB "
               "(docs/cccl.md)", f"quicklaunch HIP: {what} (<cub/{header}>) is not available")
        for case, what, header in (

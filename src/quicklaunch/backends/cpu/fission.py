@@ -24,14 +24,16 @@ a kernel parses in ~10 ms. The pass is conservative: whatever it cannot
 prove (a barrier under a thread-dependent condition, in a called function
 the inliner refuses (fission_inline.py inlines the module's helpers first),
 in a macro, inside do/switch; warp functions under a condition that is not
-block- or warp-uniform or with a partial mask; tiles; goto; lambdas; a
+block- or warp-uniform or with a partial mask; tiles fission_tiles.py
+cannot lower (wider than a warp, of tiles, of structs); goto; lambdas; a
 modified parameter; the address of a local that could outlive its region;
 ...) leaves that kernel on fibers, with the reason recorded. The generated
 code is text taken from the user's source, with `#line` directives back to
 the user's lines.
 
 Files: this one (the plan of a module), clang_front.py (libclang, the
-precompiled shim, cursor helpers), fission_inline.py (helpers inlined), fission_classify.py (calls, uniformity,
+precompiled shim, cursor helpers), fission_inline.py (helpers inlined),
+fission_tiles.py (cooperative-groups tiles lowered), fission_classify.py (calls, uniformity,
 writes), fission_structure.py (regions, boundaries, live locals),
 fission_codegen.py (the generated function), fission_warp.py (warp
 functions as boundaries), fission_guards.py (warp-uniform branches).
@@ -67,7 +69,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-18"
+    return f"fission={_libclang_version()}-pass-19"
 
 
 @dataclass
@@ -189,7 +191,8 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
                 if fn2 is not fn:
                     k = _Kernel(ci, fn2, src2, main, filename, defs2)
                     k.qual = _qualified(fn, CK) or fn.spelling
-                    k.inlined = inl.counter
+                    k.inlined = inl.counter - inl.generated_calls
+                    k.tile_ops = inl.tiles.count
                 _check_late(tu, CK, main, fn, k, body)
                 k.analyse()
                 text = k.generate(fname)
@@ -220,6 +223,9 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
         if getattr(done, "inlined", 0):
             res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
                             f", {done.inlined} call(s) inlined")
+        if getattr(done, "tile_ops", 0):
+            res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
+                            f", {done.tile_ops} tile operation(s) lowered")
         if done.guards:
             res.warp_rows.add(e)
             res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +

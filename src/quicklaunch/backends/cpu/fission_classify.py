@@ -24,7 +24,7 @@ def _cub_header(path: str) -> bool:
 
 BARRIERS = {"__syncthreads": None, "__syncthreads_count": "count",
             "__syncthreads_and": "and", "__syncthreads_or": "or"}
-_ALLOWED_CG = {"this_thread_block", "cooperative_groups"}
+_ALLOWED_CG = {"this_thread_block", "cooperative_groups", "ql_linear_thread"}
 # Fiber yields: a thread that waits for another one in its own region would
 # wait for ever in a thread loop.
 _YIELDS = {"__nanosleep"}
@@ -80,6 +80,14 @@ class Classify:
                     and "tile" not in args[0].type.spelling:
                 return "plain"
         return None
+
+    def is_linear_thread(self, c) -> bool:
+        """Whether `c` calls cooperative_groups' ql_linear_thread() (a tile's
+        ranks, lowered by fission_tiles.py): the thread's linear index."""
+        r = c.referenced if c.kind == self.CK.CALL_EXPR else None
+        f = r.location.file if r is not None else None
+        return c.spelling == "ql_linear_thread" and f is not None and \
+            f.name.endswith("cooperative_groups.h")
 
     def contains_barrier(self, c) -> bool:
         return any(self.is_barrier_call(d) for d, _ in _walk(c))
@@ -145,7 +153,8 @@ class Classify:
                           self.CK.OVERLOADED_DECL_REF, self.CK.TYPE_REF,
                           self.CK.NAMESPACE_REF, self.CK.TEMPLATE_REF) and s:
                 if s in TIER2_NAMES or s in _YIELDS or self.is_barrier_call(x) or \
-                        (x.kind == self.CK.CALL_EXPR and s == "sync"):
+                        (x.kind == self.CK.CALL_EXPR and s == "sync") or \
+                        fission_warp.reaches_tile(x):
                     hit = True
                     break
             if x.kind == self.CK.CALL_EXPR and depth < 20:

@@ -84,8 +84,8 @@ class Guards:
             return None
 
     def x_like(self, c) -> bool:
-        """`threadIdx.x`, or a local holding it unchanged, through casts to
-        integer types of 32 bits or more."""
+        """`threadIdx.x`, the linear thread index, or a local holding either
+        unchanged, through casts to integer types of 32 bits or more."""
         CK = self.CK
         c = _strip(c)
         while c.kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR, CK.CSTYLE_CAST_EXPR,
@@ -96,6 +96,8 @@ class Guards:
             if len(kids) != 1:
                 return False
             c = _strip(kids[0])
+        if self.is_linear_thread(c):     # a tile's ranks (fission_tiles.py): warps are
+            return True                    # consecutive linear indices, whatever the rows
         if c.kind == CK.MEMBER_REF_EXPR and c.spelling == "x":
             base = _children(c)
             b = _strip(base[0]) if base else None

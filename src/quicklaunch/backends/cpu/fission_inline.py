@@ -29,6 +29,8 @@ from .clang_front import (_children, _in_main, _namespaces, _Src, _walk, binary_
                           specialized_template)
 from .fission_classify import Refuse
 from .fission_inline_templates import _TPARAMS, TemplateArgs, _strip_cv
+from .fission_tiles import PREFIX as TILE_PREFIX
+from .fission_tiles import Tiles
 
 PREFIX = "__ql_inl_"
 MAX_ROUNDS = 6
@@ -52,12 +54,16 @@ class Inliner(TemplateArgs):
         self.name = fn.spelling
         self.base = src.data.decode("utf-8")
         self.counter = 0
+        self.generated_calls = 0          # ... of which the tiles' collectives
         self.statics: dict = {}           # (usr, bindings) -> {name: hoisted name}
         self.hoisted: list = []           # hoisted __shared__ declarations (text)
         self.emitted = 0                  # ... of which the kernel text holds these
         self.ns = _namespaces(fn, self.CK)
         self.exact: dict = {}             # call hash -> a resolved template call's arguments
         self.kernel_names: set = set()
+        self.tiles = Tiles(self)          # cooperative-groups tiles (fission_tiles.py)
+        self.lowered = False
+        self.generated = ""               # the tiles' collectives, as functions
         # the module's own macros: name -> replacement text (a continued
         # multi-line body is kept whole); those its helpers use are checked
         # for names the kernel declares (they would be captured inlined)
@@ -90,11 +96,16 @@ class Inliner(TemplateArgs):
         fn, src = self.fn, self.src
         for _ in range(MAX_ROUNDS):
             calls = self.candidates(fn)
-            if not calls:
-                return fn, src, self.defs
-            text = self.rewrite(fn, src, calls)
+            if calls:
+                text = self.rewrite(fn, src, calls)
+            else:       # every helper inlined: the tiles, once (their collectives
+                got = None if self.lowered else self.tiles.lower(fn)   # inline next)
+                if got is None:
+                    return fn, src, self.defs
+                self.lowered = True
+                text, self.generated = got
             unit = self.base + "\n" + "".join(f"namespace {n} {{ " for n in self.ns) + \
-                "\n" + text + "\n" + "}" * len(self.ns) + "\n"
+                self.generated + "\n" + text + "\n" + "}" * len(self.ns) + "\n"
             tu, self.defs = self.reparse(unit)
             errors = [d for d in tu.diagnostics if d.severity >= 3]
             if errors:
@@ -386,6 +397,7 @@ class Inliner(TemplateArgs):
             raise Refuse(f"called function '{fname}' is in another namespace or a class "
                          f"than the kernel (its names would resolve differently inlined)")
         self.counter += 1
+        self.generated_calls += fname.startswith(TILE_PREFIX)
         n = self.counter
         if n > MAX_CALLS:
             raise Refuse(f"more than {MAX_CALLS} calls to inline (recursion or a very "

@@ -295,10 +295,13 @@ class Structure:
         return "warp", call, call
 
     def pure(self, e) -> bool:
-        """Whether expression `e` only reads: no call, assignment,
-        increment or decrement (a field read such as threadIdx.x is a read)."""
+        """Whether expression `e` only reads: no call (but the linear thread
+        index's), assignment, increment or decrement (a field read such as
+        threadIdx.x is a read)."""
         CK = self.CK
         for x, _ in _walk(e):
+            if x.kind == CK.CALL_EXPR and self.is_linear_thread(x):
+                continue
             if x.kind in (CK.CALL_EXPR, CK.COMPOUND_ASSIGNMENT_OPERATOR, CK.LAMBDA_EXPR,
                           CK.CXX_NEW_EXPR, CK.CXX_DELETE_EXPR, CK.CXX_THROW_EXPR):
                 return False

@@ -17,6 +17,9 @@ branches: fission_guards.py), and the warp functions not
 listed here. A launch whose block is not a whole number of warps runs on
 fibers too (``ql_export::fission_warps``, checked per launch): a full mask
 there names lanes that do not exist, which the fibers report.
+
+Also here: which calls use a cooperative-groups tile (`reaches_tile`), the
+tiles fission_tiles.py lowers to these functions.
 """
 from __future__ import annotations
 
@@ -33,6 +36,8 @@ FULL_MASKS = {"0xffffffff", "0xffffffffu", "0xffffffffU", "0xFFFFFFFF", "0xFFFFF
               "0xFFFFFFFFU", "0xffffffffffffffff", "~0u", "~0U", "-1", "4294967295u",
               "4294967295U", "4294967295"}
 HEADER = "ql_warp.h"
+CG_HEADER = "cooperative_groups.h"
+COLLECTIVES = ("reduce", "inclusive_scan", "exclusive_scan")   # of tiles
 
 
 @dataclass
@@ -164,3 +169,23 @@ def result(w: WarpOp, bid: int) -> str:
                 f"(unsigned)(int)({w.uniform_arg}), __ql_t, {w.width}))")
     return (f"(::ql_fiber::fission_shuffle(::ql_fiber::{w.op}, __ql_wv{bid}, __ql_wa{bid}, "
             f"__ql_t, {w.width}))")
+
+
+def in_cg(c) -> bool:
+    """Whether call or reference `c` names something of cooperative_groups.h."""
+    r = c.referenced
+    f = r.location.file if r is not None else None
+    return f is not None and f.name.endswith(CG_HEADER)
+
+
+def reaches_tile(x) -> bool:
+    """Whether cursor `x` uses a tile (for the inliner: a helper taking or
+    using a tile is inlined, so its tile becomes the kernel's)."""
+    k = x.kind.name
+    if k in ("PARM_DECL", "VAR_DECL") and "thread_block_tile" in x.type.get_canonical().spelling:
+        return True
+    if k == "CALL_EXPR" and in_cg(x):
+        r = x.referenced
+        parent = r.semantic_parent.spelling if r.semantic_parent is not None else ""
+        return parent == "thread_block_tile" or x.spelling in COLLECTIVES
+    return False
