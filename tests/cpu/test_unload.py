@@ -123,13 +123,28 @@ _LOADS_SOURCES = [src(i) for i in range(40)]
 
 
 def prefetch_job(item):
-    return list(_LOADS_SOURCES) if item.originalname == "test_thousands_of_loads_stay_flat" \
-        else None
+    if item.originalname == "test_thousands_of_loads_stay_flat":
+        return list(_LOADS_SOURCES)
+    if item.originalname == "test_a_module_dlclose_cannot_unmap_never_lends_its_name":
+        return [j for i in range(6) for j in ((FIBER_TEMPLATE.format(i=i), "0"),
+                                              src(1000 + i))]
+    return None
 
 
-def compile_ahead(source):
-    """One prefetch job (in the worker process): a source's plain CPU build."""
-    ql.compile(source, device="cpu")
+def compile_ahead(job):
+    """One prefetch job (in the worker process): a source's plain CPU build,
+    or (source, QUICKLAUNCH_CPU_FISSION) for one built as the test builds it."""
+    source, fission = job if isinstance(job, tuple) else (job, None)
+    before = os.environ.get("QUICKLAUNCH_CPU_FISSION")
+    if fission is not None:
+        os.environ["QUICKLAUNCH_CPU_FISSION"] = fission
+    try:
+        ql.compile(source, device="cpu")
+    finally:
+        if before is None:
+            os.environ.pop("QUICKLAUNCH_CPU_FISSION", None)
+        else:
+            os.environ["QUICKLAUNCH_CPU_FISSION"] = before
 
 
 def test_thousands_of_loads_stay_flat(cpu):

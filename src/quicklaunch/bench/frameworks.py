@@ -16,7 +16,8 @@ them alike): saxpy on 32 floats.
 * ``custom_op by hand``: ``torch.library.custom_op`` wrapping the launch,
 * ``torch operators eager``: ``y.add_(x, alpha=a)``,
 * ``compiled: ql.torch.op`` / ``compiled: torch operators``:
-  ``torch.compile(fullgraph=True)`` of a function making that one call,
+  ``torch.compile(fullgraph=True)`` of a function making that one call
+  (left out with ``--quick``: its first compiles take about 10 s),
 * ``jax.jit: ql.jax.op`` / ``jax.jit: jnp``: where JAX is installed.
 
 Each missing framework is a row status that says why. Tests assert
@@ -42,7 +43,7 @@ def _time(fn, iters: int) -> float:
     return (time.perf_counter_ns() - t) / iters
 
 
-def _torch_rows(dev):
+def _torch_rows(dev, compiled: bool = True):
     import numpy as np
     import torch
 
@@ -72,10 +73,7 @@ def _torch_rows(dev):
         y.add_(x, alpha=1e-3)
         return y
 
-    c_op = torch.compile(with_op, fullgraph=True)
-    c_torch = torch.compile(with_torch, fullgraph=True)
-    c_op(x, y), c_torch(x, y)   # compile outside the timing
-    return {
+    rows = {
         "numpy direct": lambda: run(1e-3, xn, yn, N),
         "torch direct": lambda: run(1e-3, x, y, N),
         "ql.torch.launcher": lambda: launch(1e-3, x, y, N),
@@ -83,9 +81,14 @@ def _torch_rows(dev):
         "ql.torch.op torch.ops": lambda: overload(1e-3, x, y, N),
         "custom_op by hand": lambda: by_hand(1e-3, x, y, N),
         "torch operators eager": lambda: y.add_(x, alpha=1e-3),
-        "compiled: ql.torch.op": lambda: c_op(x, y),
-        "compiled: torch operators": lambda: c_torch(x, y),
     }
+    if compiled:
+        c_op = torch.compile(with_op, fullgraph=True)
+        c_torch = torch.compile(with_torch, fullgraph=True)
+        c_op(x, y), c_torch(x, y)   # compile outside the timing
+        rows["compiled: ql.torch.op"] = lambda: c_op(x, y)
+        rows["compiled: torch operators"] = lambda: c_torch(x, y)
+    return rows
 
 
 def _jax_rows(dev):
@@ -112,7 +115,12 @@ def section(device="cpu", quick: bool = False, only=None, repeats=None) -> dict:
     fast_iters, slow_iters, rounds = (20_000, 2_000, 3) if quick else (200_000, 20_000, 5)
     repeats = repeats or rounds
     calls, reasons = {}, {}
-    for name, rows in (("torch", _torch_rows), ("jax", _jax_rows)):
+    # --quick leaves out torch.compile: its first two compiles take ~10 s
+    compiled = not quick or bool(only and any(n.startswith("compiled:") for n in only))
+    if not compiled:
+        reasons["torch.compile"] = ("left out with --quick (its first compiles take about "
+                                    "10 s); the full run measures it")
+    for name, rows in (("torch", lambda d: _torch_rows(d, compiled)), ("jax", _jax_rows)):
         if only and name == "jax":
             continue
         try:
