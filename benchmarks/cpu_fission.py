@@ -12,7 +12,8 @@ floats: layernorm and an online softmax (references: the same in NumPy), and
 block sums by warp shuffles whose last step runs in the first warp only (a
 warp-uniform branch; reference: the barrier-free sums), and the same block
 sums through `__device__` helpers (warp_reduce, block_reduce: inlined before
-fission). Fibers are forced with QUICKLAUNCH_CPU_FISSION=0 at compile time.
+fission) and through cooperative groups (cg::reduce over 32-thread tiles,
+lowered to shuffles before fission). Fibers are forced with QUICKLAUNCH_CPU_FISSION=0 at compile time.
 """
 import argparse
 import os
@@ -26,6 +27,10 @@ import numpy as np  # noqa: E402
 import quicklaunch as ql  # noqa: E402
 
 SOURCE = r"""
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+
 __global__ void tree(const float *in, float *out, int n) {
     __shared__ float s[256];
     unsigned tid = threadIdx.x;
@@ -170,9 +175,26 @@ __global__ void helper_block_sums(const float *in, float *out, int n) {
     const float s = block_reduce(i < n ? in[i] : 0.f);
     if (threadIdx.x == 0) out[blockIdx.x] = s;
 }
+
+// Again with cooperative groups: cg::reduce over 32-thread tiles (lowered to
+// shuffles before fission).
+__global__ void tile_block_sums(const float *in, float *out, int n) {
+    __shared__ float part[32];
+    cg::thread_block block = cg::this_thread_block();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = cg::reduce(warp, i < n ? in[i] : 0.f, cg::plus<float>());
+    if (warp.thread_rank() == 0) part[warp.meta_group_rank()] = v;
+    block.sync();
+    if (warp.meta_group_rank() == 0) {
+        v = warp.thread_rank() < warp.meta_group_size() ? part[warp.thread_rank()] : 0.f;
+        v = cg::reduce(warp, v, cg::plus<float>());
+        if (warp.thread_rank() == 0) out[blockIdx.x] = v;
+    }
+}
 """
 EXPRS = ["tree", "plain_sums", "samples<512>", "matmul", "layernorm_rows", "softmax_online",
-         "warp_block_sums", "helper_block_sums"]
+         "warp_block_sums", "helper_block_sums", "tile_block_sums"]
 
 
 def compile_tier(fission: bool):
@@ -226,6 +248,11 @@ def main(argv=None) -> int:
         t = median_s(lambda: m.helper_block_sums[blocks, 256](x, out, n), args.runs)
         np.testing.assert_allclose(out, x.reshape(blocks, 256).sum(1), rtol=1e-3, atol=1e-3)
         rows.append(("helper block sums (inlined), 2^22", name, t, "same sums, no barriers",
+                     ref))
+    for name, m in (("fibers", fib), ("fission", fis)):
+        t = median_s(lambda: m.tile_block_sums[blocks, 256](x, out, n), args.runs)
+        np.testing.assert_allclose(out, x.reshape(blocks, 256).sum(1), rtol=1e-3, atol=1e-3)
+        rows.append(("cg::reduce tile block sums, 2^22", name, t, "same sums, no barriers",
                      ref))
 
     M = N = K = 512

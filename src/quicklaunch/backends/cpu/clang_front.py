@@ -246,3 +246,33 @@ def _namespaces(c, CK) -> list[str]:
         p = p.semantic_parent
     return list(reversed(out))
 
+
+def paren_group(tokens):
+    """(offset of the first '(', offsets of the ';' directly inside it, offset
+    just past its matching ')') of a control statement's tokens, or None."""
+    depth, semis, start = 0, [], None
+    for t in tokens:
+        s = t.spelling
+        if s == "(":
+            depth += 1
+            if depth == 1 and start is None:
+                start = t.extent.start.offset
+        elif s == ")":
+            depth -= 1
+            if depth == 0:
+                return start, semis, t.extent.end.offset
+        elif s == ";" and depth == 1:
+            semis.append(t.extent.start.offset)
+    return None
+
+
+def statement_end(c, CK, data: bytes) -> int:
+    """End offset of statement `c` in the unit's bytes, its `;` included (an
+    expression statement's extent stops before it)."""
+    end = c.extent.end.offset
+    if c.kind in (CK.DECL_STMT, CK.COMPOUND_STMT):
+        return end
+    j = end
+    while j < len(data) and data[j:j + 1] in (b" ", b"\t", b"\n", b"\r"):
+        j += 1
+    return j + 1 if data[j:j + 1] == b";" else end

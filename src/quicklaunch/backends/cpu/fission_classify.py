@@ -8,7 +8,8 @@ import os
 
 from ...signature import TIER2_NAMES
 from . import fission_warp
-from .clang_front import _children, _in_main, _strip, _walk, binary_operator, unary_operator
+from .clang_front import (_children, _in_main, _strip, _walk, binary_operator,
+                          statement_end, unary_operator)
 
 
 class Refuse(Exception):
@@ -47,16 +48,7 @@ class Classify:
 
     def stmt_end(self, c) -> int:
         """End offset of statement `c`, its `;` included."""
-        end = c.extent.end.offset
-        if c.kind in (self.CK.DECL_STMT, self.CK.COMPOUND_STMT):
-            return end
-        data = self.src.data
-        j = end
-        while j < len(data) and data[j:j + 1] in (b" ", b"\t", b"\n", b"\r"):
-            j += 1
-        if data[j:j + 1] == b";":
-            return j + 1
-        return end
+        return statement_end(c, self.CK, self.src.data)
 
     # ------------------------------------------------------- classification
     def is_barrier_call(self, c):

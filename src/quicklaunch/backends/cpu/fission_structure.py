@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from . import fission_warp
-from .clang_front import _children, _strip, _walk
+from .clang_front import _children, _strip, _walk, paren_group
 from .fission_classify import _REFUSED, _UNIFORM_BUILTINS, _YIELDS, BARRIERS, Refuse
 
 
@@ -313,21 +313,10 @@ class Structure:
 
     def header_parts(self, st):
         """(open paren offset, ';' offsets, close paren offset) of a for header."""
-        toks = list(st.get_tokens())
-        depth, semis, start = 0, [], None
-        for t in toks:
-            s = t.spelling
-            if s == "(":
-                depth += 1
-                if depth == 1 and start is None:
-                    start = t.extent.start.offset
-            elif s == ")":
-                depth -= 1
-                if depth == 0:
-                    return start, semis, t.extent.end.offset
-            elif s == ";" and depth == 1:
-                semis.append(t.extent.start.offset)
-        raise Refuse("a for header the pass cannot read")
+        parts = paren_group(st.get_tokens())
+        if parts is None:
+            raise Refuse("a for header the pass cannot read")
+        return parts
 
     def control(self, st, counters, last_barrier):
         CK = self.CK
@@ -432,7 +421,6 @@ class Structure:
                 if v.kind == CK.VAR_DECL and v.hash not in self.shared:
                     self.locals[v.hash] = v
                     self.decl_region[v.hash] = rid
-        loops = []
 
         def rec(x, depth_loop):
             k = x.kind
