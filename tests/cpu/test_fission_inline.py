@@ -107,6 +107,18 @@ __global__ void warp_totals(const float *x, float *out, int twice) {
     add_warp_total(t, x[i]);
     out[i] = t;
 }
+
+// A void helper whose `return` is a call of another void helper.
+__device__ void add_twice(float &acc, float v) {
+    add_warp_total(acc, v);
+    return add_warp_total(acc, 2.f * v);
+}
+__global__ void void_return(const float *x, float *out) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float t = 0.5f;
+    add_twice(t, x[i]);
+    out[i] = t;
+}
 """
 
 REFUSED_SOURCE = r"""
@@ -196,7 +208,7 @@ def _warp_groups(x, size):
 
 
 @pytest.mark.parametrize("name", ["block_sums", "layer_norm", "seg_max", "warp_totals",
-                                  "block_maxes"])
+                                  "block_maxes", "void_return"])
 def test_inlined_kernels_run_as_fission(mods, name):
     k = mods[0][name]
     assert k.tier == "fission", k.attributes["tier_reason"]
@@ -254,6 +266,13 @@ def test_warp_totals(mods, rng, twice):
                          np.int32(twice))[1]
     totals = np.repeat(_warp_groups(x.astype(np.float64), 32).sum(1), 32)
     np.testing.assert_allclose(out, 1 + (1 + twice) * totals, rtol=1e-4, atol=1e-4)
+
+
+def test_void_return_of_a_void_call(mods, rng):
+    x = rng.standard_normal(96).astype(np.float32)
+    out = run_both_tiers(mods, "void_return", 3, 32, x, poisoned(96, np.float32))[1]
+    totals = np.repeat(_warp_groups(x.astype(np.float64), 32).sum(1), 32)
+    np.testing.assert_allclose(out, 0.5 + 3 * totals, rtol=1e-4, atol=1e-4)
 
 
 def test_partial_warp_error_is_the_same(mods, rng):

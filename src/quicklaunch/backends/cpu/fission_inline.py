@@ -323,11 +323,11 @@ class Inliner(TemplateArgs, CallSites):
                 continue
             if st.kind == CK.RETURN_STMT:
                 kids = _children(st)
-                if kids:                  # void: `return f(a);` still runs f(a)
-                    e = kids[0]
-                    lhs = f"{result} = " if rtype is not None else "(void)"
-                    lines.append(f"\n#line {self.src.user_line(e.extent.start.offset)}\n"
-                                 f"{lhs}({self.subst(e, binds, rename)});")
+                if kids:                  # void: `return f(a);` still runs f(a), as a
+                    e = kids[0]           # statement (a later round inlines f there)
+                    text = self.subst(e, binds, rename)
+                    lines.append(f"\n#line {self.src.user_line(e.extent.start.offset)}\n" +
+                                 (f"{result} = ({text});" if rtype is not None else f"{text};"))
                 continue
             lines.append(f"\n#line {self.src.user_line(st.extent.start.offset)}\n" +
                          self.subst(st, binds, rename, end=self.stmt_end(st)))
