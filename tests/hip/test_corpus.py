@@ -50,6 +50,8 @@ EXCLUDED = {   # source -> (reason, what the compiler says)
               "(docs/cccl.md)", f"quicklaunch HIP: {what} (<cub/{header}>) is not available")
        for case, what, header in (
            ("test_cub.REDUCE_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),
+           ("test_fission_cub.CUB_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),
+           ("test_fission_cub.REFUSED_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),
            ("test_cub.TYPEDEF_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),
            ("test_cub.DIMS_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),
            ("test_cub.ARGMAX_SOURCE", "cub::BlockReduce", "block/block_reduce.cuh"),

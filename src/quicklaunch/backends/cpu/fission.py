@@ -69,7 +69,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-20"
+    return f"fission={_libclang_version()}-pass-21"
 
 
 @dataclass
@@ -193,6 +193,7 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
                     k.qual = _qualified(fn, CK) or fn.spelling
                     k.inlined = inl.counter - inl.generated_calls
                     k.tile_ops = inl.tiles.count
+                    k.cub_ops = inl.cub.count
                 _check_late(tu, CK, main, fn, k, body)
                 k.analyse()
                 text = k.generate(fname)
@@ -223,6 +224,9 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
         if getattr(done, "inlined", 0):
             res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
                             f", {done.inlined} call(s) inlined")
+        if getattr(done, "cub_ops", 0):
+            res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
+                            f", {done.cub_ops} CUB collective(s) lowered")
         if getattr(done, "tile_ops", 0):
             res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
                             f", {done.tile_ops} tile operation(s) lowered")

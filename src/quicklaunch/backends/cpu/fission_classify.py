@@ -95,7 +95,10 @@ class Classify:
             raise Refuse(f"warp or cooperative-groups operation '{name}' (fission handles "
                          f"block barriers only)")
         if ref is not None and ref.location.file is not None \
-                and _cub_header(ref.location.file.name):
+                and _cub_header(ref.location.file.name) and \
+                not ref.spelling.startswith("ql_fission_") and \
+                not (ref.kind == self.CK.CONSTRUCTOR and ref.spelling == "Uninitialized"):
+            # (fission_cub.py's halves of a collective; TempStorage's raw bytes)
             raise Refuse(f"CUB collective '{name}' (its barriers are inside the library)")
         if ref is not None and ref.location.file is not None \
                 and ref.location.file.name.endswith("cooperative_groups.h"):

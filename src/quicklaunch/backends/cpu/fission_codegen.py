@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from . import fission_warp
-from .clang_front import _qualified, _strip, _walk
+from .clang_front import _children, _qualified, _strip, _walk
 from .fission_classify import Refuse
 
 
@@ -216,6 +216,31 @@ class Codegen:
                          f"outside its body")
         return c
 
+    def local_typedefs(self) -> list:
+        """The kernel's top-level typedefs and aliases that a hoisted
+        declaration names (`using R = cub::BlockReduce<int, 64>; __shared__
+        R::TempStorage t;`): declared again at the function's top, before it
+        (they stay in place too; an inner scope may declare them again). One
+        that reads a local of the kernel cannot move: refused."""
+        CK = self.CK
+        names = set()
+        for st in self.hoisted:
+            names |= set(re.findall(r"[A-Za-z_]\w*", self.src.text(st.extent.start.offset,
+                                                                    st.extent.end.offset)))
+        out = []
+        for st in self.body.get_children():
+            kids = _children(st) if st.kind == CK.DECL_STMT else []
+            if not kids or not all(k.kind in (CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL)
+                                   for k in kids) or not {k.spelling for k in kids} & names:
+                continue
+            for x, _ in _walk(st):
+                r = x.referenced if x.kind == CK.DECL_REF_EXPR else None
+                if r is not None and r.kind == CK.VAR_DECL and r.hash in self.locals:
+                    raise Refuse(f"typedef '{kids[0].spelling}' reads a local of the kernel "
+                                 f"and names a __shared__ variable's type")
+            out.append(st)
+        return out
+
     def generate(self, fname: str) -> str:
         self.index = {h: i for i, h in enumerate(self.replicated)}
         self.remat = self.rematerialisable()   # fission_remat.py
@@ -295,7 +320,7 @@ class Codegen:
                     f'#if defined(__clang__)\n#define __ASSERT_FUNCTION "{pretty(spelled)}"\n'
                     f'#else\n#define __ASSERT_FUNCTION "{gnu}"\n#endif\n{text}')
             self.pop = '\n#pragma pop_macro("__ASSERT_FUNCTION")\n'
-        for st in self.hoisted:
+        for st in self.local_typedefs() + self.hoisted:
             text += self.line(st.extent.start.offset) + \
                 self.src.text(st.extent.start.offset, st.extent.end.offset)
         text += self.emit(self.items)

@@ -31,6 +31,8 @@ from .clang_front import (_children, _in_main, _namespaces, _Src, _walk, special
 from .fission_classify import Refuse
 from .fission_inline_calls import CallSites
 from .fission_inline_templates import _TPARAMS, TemplateArgs, _strip_cv
+from .fission_cub import PREFIX as CUB_PREFIX
+from .fission_cub import Cub
 from .fission_tiles import PREFIX as TILE_PREFIX
 from .fission_tiles import Tiles
 
@@ -60,8 +62,9 @@ class Inliner(TemplateArgs, CallSites):
         self.exact: dict = {}             # call hash -> a resolved template call's arguments
         self.kernel_names: set = set()
         self.tiles = Tiles(self)          # cooperative-groups tiles (fission_tiles.py)
-        self.lowered = False
-        self.generated = ""               # the tiles' collectives, as functions
+        self.cub = Cub(self)              # cub::BlockReduce (fission_cub.py)
+        self.pending = [self.tiles, self.cub]
+        self.generated = ""               # tile and CUB collectives, as functions
         # the module's own macros: name -> replacement text (a continued
         # multi-line body is kept whole); those its helpers use are checked
         # for names the kernel declares (they would be captured inlined)
@@ -96,12 +99,14 @@ class Inliner(TemplateArgs, CallSites):
             calls = self.candidates(fn)
             if calls:
                 text = self.rewrite(fn, src, calls)
-            else:       # every helper inlined: the tiles, once (their collectives
-                got = None if self.lowered else self.tiles.lower(fn)   # inline next)
+            else:       # every helper inlined: the tiles, then CUB, once each (their
+                got = None                # generated helpers are inlined next rounds)
+                while got is None and self.pending:
+                    got = self.pending.pop(0).lower(fn)
                 if got is None:
                     return fn, src, self.defs
-                self.lowered = True
-                text, self.generated = got
+                text = got[0]
+                self.generated += got[1]
             unit = self.base + "\n" + "".join(f"namespace {n} {{ " for n in self.ns) + \
                 self.generated + "\n" + text + "\n" + "}" * len(self.ns) + "\n"
             tu, self.defs = self.reparse(unit)
@@ -266,7 +271,7 @@ class Inliner(TemplateArgs, CallSites):
             raise Refuse(f"called function '{fname}' is in another namespace or a class "
                          f"than the kernel (its names would resolve differently inlined)")
         self.counter += 1
-        self.generated_calls += fname.startswith(TILE_PREFIX)
+        self.generated_calls += fname.startswith((TILE_PREFIX, CUB_PREFIX))
         n = self.counter
         if n > MAX_CALLS:
             raise Refuse(f"more than {MAX_CALLS} calls to inline (recursion or a very "

@@ -47,7 +47,10 @@ class Structure:
                              f"(line {self.src.user_line(x.extent.start.offset)})")
             if k in (CK.DECL_REF_EXPR, CK.TYPE_REF, CK.NAMESPACE_REF, CK.TEMPLATE_REF,
                      CK.MEMBER_REF_EXPR, CK.OVERLOADED_DECL_REF) and \
-                    x.spelling in _REFUSED and x.spelling not in _YIELDS:
+                    x.spelling in _REFUSED and x.spelling not in _YIELDS and \
+                    not (x.spelling == "cub" and k == CK.NAMESPACE_REF):
+                # (CUB's types are harmless; its collectives are calls, which
+                # check_callee refuses unless fission_cub.py lowered them)
                 raise Refuse(f"warp or cooperative-groups operation '{x.spelling}' (fission "
                              f"handles block barriers only)")
             if k == CK.VAR_DECL:

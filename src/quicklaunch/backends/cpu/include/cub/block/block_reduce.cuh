@@ -108,6 +108,26 @@ class BlockReduce {
     }
     T Sum(T input, int num_valid) { return reduce(input, Sum_(), num_valid); }
 
+    /* Region fission (backends/cpu/fission_cub.py) runs reduce() as its two
+     * halves, one thread loop before the barrier and one after it: begin
+     * checks the block and stores the thread's partial, end combines in
+     * thread 0 (Sum without an operator). */
+    static constexpr int ql_fission_threads = BLOCK_THREADS;
+    static int ql_fission_begin(TempStorage &temp, T partial) {
+        detail::check_block("cub::BlockReduce", BLOCK_THREADS);
+        const int tid = detail::block_tid<BlockDimX, BlockDimY, BlockDimZ>();
+        temp.Alias().partial[tid] = partial;
+        return tid;
+    }
+    template <class Op>
+    static T ql_fission_end(TempStorage &temp, int tid, T partial, int valid, Op op) {
+        if (tid != 0 || valid <= 0) return partial;
+        return combine(temp.Alias().partial, valid < BLOCK_THREADS ? valid : BLOCK_THREADS, op);
+    }
+    static T ql_fission_end(TempStorage &temp, int tid, T partial, int valid) {
+        return ql_fission_end(temp, tid, partial, valid, Sum_());
+    }
+
   private:
     struct Sum_ {
         T operator()(const T &a, const T &b) const { return a + b; }
