@@ -68,12 +68,13 @@ __global__ void tile_votes(const float *x, unsigned *out) {
     const int any8 = t8.any(v > 1.f);
     const int all8 = t8.all(v > -1.f);
     const unsigned b32 = w.ballot(v > 0.5f);
+    const unsigned bf = t8.ballot(v * 0.5f);        // an int parameter: |v| < 2 counts as 0
     const int all32 = w.all(v < 3.f);
     cg::sync(w);
     out[4 * i] = b8;
     out[4 * i + 1] = (unsigned)any8 | (unsigned)all8 << 1 | (unsigned)all32 << 2;
     out[4 * i + 2] = b32;
-    out[4 * i + 3] = t8.meta_group_rank() * 100u + t8.thread_rank();
+    out[4 * i + 3] = t8.meta_group_rank() * 100u + t8.thread_rank() + (bf << 16);
 }
 
 """
@@ -143,6 +144,34 @@ __global__ void lambda_op(float *y) {
     y[threadIdx.x] = cg::reduce(w, y[threadIdx.x], [](float a, float b) { return a * b; });
 }
 
+#define LANE (t.thread_rank() + 1)
+__global__ void macro_rank(float *y, int *z) {
+    auto t = cg::tiled_partition<16>(cg::this_thread_block());
+    y[threadIdx.x] = t.shfl(y[threadIdx.x], 0);
+    z[threadIdx.x] = LANE;
+}
+
+#define SETUP auto t = cg::tiled_partition<16>(cg::this_thread_block()); z[threadIdx.x] = 1
+__global__ void macro_decl(float *y, int *z) {
+    SETUP;
+    y[threadIdx.x] = t.shfl(y[threadIdx.x], 0);
+}
+
+__global__ void explicit_type(float *y) {
+    auto t = cg::tiled_partition<32>(cg::this_thread_block());
+    y[threadIdx.x] = (t).shfl<int>(y[threadIdx.x], 0);
+}
+
+__global__ void xor_past_tile(float *y, int m) {
+    auto t = cg::tiled_partition<8>(cg::this_thread_block());
+    y[threadIdx.x] = t.shfl_xor(y[threadIdx.x], m);
+}
+
+__global__ void shuffle_in_branch(float *y) {
+    auto q = cg::tiled_partition<32>(cg::this_thread_block());
+    y[threadIdx.x] = q.meta_group_rank() == 0 ? q.shfl(y[threadIdx.x], 3) : 0.f;
+}
+
 __global__ void divergent(float *y) {
     auto t = cg::tiled_partition<16>(cg::this_thread_block());
     if (t.meta_group_rank() % 2 == 0) y[threadIdx.x] = t.shfl_down(y[threadIdx.x], 1);
@@ -165,7 +194,9 @@ REFUSED = {"tile_of_tile": "other than the thread block",
            "tile_discarded": "used other than by its members",
            "matches": "member 'match_any'", "struct_shuffle": "a tile operation on",
            "lambda_op": "an operator of type",
-           "divergent": "condition"}
+           "divergent": "condition", "macro_rank": "spelled by a macro",
+           "macro_decl": "declared by a macro", "explicit_type": "explicit template arguments",
+           "xor_past_tile": "cannot prove below 8", "shuffle_in_branch": "a branch of ?:"}
 
 
 @pytest.fixture(scope="module")
@@ -240,7 +271,8 @@ def test_tile_votes(mods, rng, grid, block):
     bits32 = 1 << np.arange(32, dtype=np.uint64)
     np.testing.assert_array_equal(out[:, 2], np.repeat(((g32 > 0.5) * bits32).sum(1), 32))
     lin = np.arange(n) % (n // grid)
-    np.testing.assert_array_equal(out[:, 3], lin // 8 * 100 + lin % 8)
+    bf = np.repeat(((np.abs(g8 * np.float32(0.5)) >= 1) * bits8).sum(1), 8)
+    np.testing.assert_array_equal(out[:, 3], lin // 8 * 100 + lin % 8 + (bf << 16))
 
 
 @pytest.mark.parametrize("grid,block", [(1, 32), (3, 64), (1, 256)])

@@ -69,7 +69,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-21"
+    return f"fission={_libclang_version()}-pass-22"
 
 
 @dataclass

@@ -177,7 +177,7 @@ class Codegen:
                 ptxt = self.line(pred.extent.start.offset) + self.apply(
                     pred.extent.start.offset, pred.extent.end.offset, {})
                 out.append(f"\nint __ql_b{bid} = {init};")
-                out.append(self.thread_loop(prid, f"__ql_b{bid} {op} (({ptxt}) != 0);",
+                out.append(self.thread_loop(prid, f"__ql_b{bid} {op} ((int)({ptxt}) != 0);",
                                             self.region_uses(prid, set()), write=False))
             elif k in ("for", "while"):
                 header, off = it[1]

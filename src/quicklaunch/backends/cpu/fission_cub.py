@@ -21,7 +21,7 @@ import re
 
 from .clang_front import _walk
 from .fission_classify import Refuse, _cub_header
-from .fission_tiles import Tiles
+from .fission_tiles import Tiles, _closes_at_end
 
 PREFIX = "__ql_cub_"
 _ARITH = {"INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG", "FLOAT", "DOUBLE", "SHORT",
@@ -61,6 +61,10 @@ class Cub(Tiles):
     def reduce(self, call):
         CK = self.CK
         where = f"cub::BlockReduce::{call.spelling} (line {self.line(call)})"
+        text = self.src.text(call.extent.start.offset, call.extent.end.offset)
+        m = re.search(rf"\.\s*{call.spelling}\s*(?=\()", text)
+        if m is None or not _closes_at_end(text, m.end()):
+            raise Refuse(f"{where} spelled by a macro or with template arguments")
         kids = list(call.get_children())
         member = kids[0] if kids else None
         if member is None or member.kind != CK.MEMBER_REF_EXPR:

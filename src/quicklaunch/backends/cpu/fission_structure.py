@@ -259,6 +259,9 @@ class Structure:
         n = sum(1 for d, _ in _walk(st) if self.is_barrier_call(d))
         if n != 1:
             raise Refuse("two barriers or warp functions in one statement")
+        if self.conditional_in(st, call):
+            raise Refuse(f"'{w.name}' in a branch of ?: or right of && or || (every thread "
+                         f"would run it; line {self.src.user_line(call.extent.start.offset)})")
         read = set()
         for a in (w.value, w.arg):
             if a is None:
@@ -296,6 +299,22 @@ class Structure:
                 pass
         self.pending_warp = w
         return "warp", call, call
+
+    def conditional_in(self, st, call) -> bool:
+        """Whether `call` is evaluated conditionally within statement `st`:
+        in a branch of ?: or the right operand of && or ||."""
+        CK = self.CK
+        parents = {x.hash: p for x, p in _walk(st)}
+        child, p = call, parents.get(call.hash)
+        while p is not None and child.hash != st.hash:
+            kids = _children(p)
+            if p.kind == CK.CONDITIONAL_OPERATOR and kids and kids[0].hash != child.hash:
+                return True
+            if p.kind == CK.BINARY_OPERATOR and self.binop(p) in ("&&", "||") and kids and \
+                    kids[0].hash != child.hash:
+                return True
+            child, p = p, parents.get(p.hash)
+        return False
 
     def pure(self, e) -> bool:
         """Whether expression `e` only reads: no call (but the linear thread

@@ -87,6 +87,12 @@ class Tiles:
         self.repl: list = []              # (start, end, text function)
         for c, p in _walk(body):
             if c.kind == CK.DECL_STMT and any(v.hash in self.tiles for v in c.get_children()):
+                v = next(v for v in c.get_children() if v.hash in self.tiles)
+                text = self.src.text(c.extent.start.offset, c.extent.end.offset)
+                if not re.search(rf"\b{re.escape(v.spelling)}\b", text) or \
+                        not text.rstrip().endswith(";"):
+                    raise Refuse(f"tile '{v.spelling}' declared by a macro (line "
+                                 f"{self.line(c)})")
                 self.repl.append((c.extent.start.offset, c.extent.end.offset, lambda: ""))
             elif c.kind == CK.DECL_REF_EXPR and c.referenced is not None and \
                     c.referenced.hash in self.tiles:
@@ -211,15 +217,25 @@ class Tiles:
                 return
         raise Refuse(f"{where} used other than by its members (passed, stored or copied)")
 
-    def explicit(self, call, where):
-        toks = [t.spelling for t in call.get_tokens()]
-        if "(" in toks and "<" in toks[:toks.index("(")] and toks[0] != "cg" and \
-                toks[0] != "cooperative_groups":
-            raise Refuse(f"{where}: a member call with explicit template arguments")
+    def spelled(self, call, name, where, member: bool):
+        """Refuses a call whose source range is not the call as written: a
+        macro spelling it (`#define LANE (t.thread_rank() + 1)`: the range is
+        the macro's name, and replacing it would drop the rest of the
+        macro), or explicit template arguments (`t.shfl<int>(v, 0)`: the
+        lowered intrinsic would deduce another type)."""
+        a, b = call.extent.start.offset, call.extent.end.offset
+        text = self.src.text(a, b)
+        head = (r"\s*\(*\s*\w+\s*\)*\s*\.\s*" if member
+                else r"\s*(?:::\s*)?(?:\w+\s*::\s*)*") + re.escape(name) + r"\s*"
+        m = re.match(head, text)
+        if m is None or not text.endswith(")") or not _closes_at_end(text, m.end()):
+            if m is not None and text[m.end():m.end() + 1] == "<":
+                raise Refuse(f"{where}: '{name}' with explicit template arguments")
+            raise Refuse(f"{where}: '{name}' spelled by a macro (line {self.line(call)})")
 
     def member(self, call, name, n, where):
         args = list(call.get_arguments())
-        self.explicit(call, where)
+        self.spelled(call, name, where, member=True)
         m = (1 << n) - 1
         shift = f"({LINEAR} & {32 - n}u)"
         a = call.extent.start.offset, call.extent.end.offset
@@ -238,6 +254,12 @@ class Tiles:
             fn = lambda: f"((blockDim.x * blockDim.y * blockDim.z + {n - 1}u) / {n}u)"  # noqa: E731
         elif name in _SHUFFLES and len(args) == 2:
             self.scalar(call, where)
+            if name == "shfl_xor" and n < 32 and not self.below(args[1], n):
+                # a lane mask of N or more reads a lane of an earlier tile,
+                # outside the tile's mask: the fibers report it, a full-warp
+                # shuffle would not
+                raise Refuse(f"{where}: shfl_xor of a {n}-thread tile with a lane mask the "
+                             f"pass cannot prove below {n} (use a literal, or cg::reduce)")
             fn = lambda: (f"{_SHUFFLES[name]}({FULL}, {self.text(args[0])}, "    # noqa: E731
                           f"{self.text(args[1])}, {n})")
         elif name in ("any", "all", "ballot") and len(args) == 1:
@@ -255,6 +277,14 @@ class Tiles:
         self.repl.append((a[0], a[1], fn))
         self.count += 1
 
+    def below(self, c, n) -> bool:
+        """Whether expression `c` is an integer literal in [0, n)."""
+        c = self.unwrap(c)
+        if c.kind != self.CK.INTEGER_LITERAL:
+            return False
+        text = self.src.text(c.extent.start.offset, c.extent.end.offset).rstrip("uUlL")
+        return text.isdigit() and int(text, 10 if text[:1] != "0" or text == "0" else 8) < n
+
     def scalar(self, call, where) -> str:
         t = call.type.get_canonical()
         if t.kind.name not in _SCALARS:
@@ -267,6 +297,7 @@ class Tiles:
         name = call.spelling
         args = list(call.get_arguments())
         a = call.extent.start.offset, call.extent.end.offset
+        self.spelled(call, name, where, member=False)
         if name == "sync" and len(args) == 1:
             self.repl.append((a[0], a[1], lambda: f"__syncwarp({FULL})"))
             self.count += 1
@@ -328,3 +359,19 @@ def _helper(kind: str, name: str, n: int, t: str, t2: str, op: str) -> str:
         return head + scan + "return __ql_v; }\n"
     return (head + scan + f"const {t} __ql_p = __shfl_up_sync({FULL}, __ql_v, 1u, {n}); "
             f"return __ql_r ? __ql_p : ({t})0; }}\n")
+
+
+def _closes_at_end(text: str, i: int) -> bool:
+    """Whether the '(' at text[i] is closed by text's last character."""
+    if text[i:i + 1] != "(":
+        return False
+    depth = 0
+    for j in range(i, len(text)):
+        ch = text[j]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return j == len(text) - 1
+    return False

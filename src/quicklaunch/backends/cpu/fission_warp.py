@@ -153,7 +153,7 @@ def scratch(w: WarpOp, bid: int) -> list[tuple[str, str]]:
 def store(w: WarpOp, bid: int, value: str, arg: str) -> str:
     """The boundary's thread-loop body: this thread's operands."""
     if w.op in VOTES:
-        return f"__ql_wa{bid}[__ql_t] = (({arg}) != 0);"
+        return f"__ql_wa{bid}[__ql_t] = ((int)({arg}) != 0);"   # an int parameter, as CUDA's
     if w.uniform_arg:
         return f"__ql_wv{bid}[__ql_t] = ({value});"
     return f"__ql_wv{bid}[__ql_t] = ({value}); __ql_wa{bid}[__ql_t] = (int)({arg});"
