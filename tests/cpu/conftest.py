@@ -50,6 +50,32 @@ def both_tiers(device, source):
     return fis, fib
 
 
+def tier_jobs(*sources, plain=(), exprs=None):
+    """Prefetch jobs (tests/prefetch.py) of a fission test module: both_tiers
+    of each of `sources`, and the ordinary build of each of `plain` (with
+    name_expressions `exprs`, when given)."""
+    tail = (tuple(exprs),) if exprs else ()
+    return [(s, f, *tail) for s in sources for f in ("1", "0")] + \
+        [(s, None, *tail) for s in plain]
+
+
+def compile_tier_ahead(job):
+    """One tier_jobs job, in the prefetch worker: the build both_tiers (or
+    a plain ql.compile) makes, into the session's compile cache."""
+    import os
+    source, fission, *exprs = job
+    before = os.environ.get("QUICKLAUNCH_CPU_FISSION")
+    if fission is not None:
+        os.environ["QUICKLAUNCH_CPU_FISSION"] = fission
+    try:
+        ql.compile(source, device="cpu", name_expressions=list(exprs[0]) if exprs else None)
+    finally:
+        if before is None:
+            os.environ.pop("QUICKLAUNCH_CPU_FISSION", None)
+        else:
+            os.environ["QUICKLAUNCH_CPU_FISSION"] = before
+
+
 def run_both_tiers(mods, name, grid, block, *args):
     """Runs kernel `name` of both modules (both_tiers) on copies of `args`:
     the arrays must come out the same bits. Returns fission's arguments."""

@@ -6,6 +6,8 @@ import pytest
 
 import quicklaunch as ql
 
+from .conftest import compile_tier_ahead, tier_jobs
+
 SOURCE = r"""
 #include <cooperative_groups.h>
 namespace cg = cooperative_groups;
@@ -158,6 +160,20 @@ FISSION = ["tree", "samples<512>", "matmul", "early", "votes", "rounds", "checke
 FIBERS = {"under_tid": "thread-dependent condition (threadIdx)",
           "divergent": "thread-dependent condition",
           "in_callee_early": "called function 'helper_sync_unless' returns early"}
+
+
+def prefetch_job(item):
+    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
+    return tier_jobs(SOURCE, exprs=[*FISSION, *FIBERS])
+
+
+compile_ahead = compile_tier_ahead
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(request):
+    from tests.prefetch import ahead
+    ahead(request)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 import quicklaunch as ql
 
-from .conftest import both_tiers, poisoned, run_both_tiers
+from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_jobs
 
 CUB_SOURCE = r"""
 #include <cub/block/block_reduce.cuh>
@@ -86,6 +86,20 @@ __global__ void lambda_operator(const float *x, float *out) {
 
 REFUSED = {"named_reducer": "the temporary form", "items_per_thread": "items per thread",
            "lambda_operator": "an operator of type"}
+
+
+def prefetch_job(item):
+    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
+    return tier_jobs(CUB_SOURCE, plain=(REFUSED_SOURCE,))
+
+
+compile_ahead = compile_tier_ahead
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(request):
+    from tests.prefetch import ahead
+    ahead(request)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 import quicklaunch as ql
 
-from .conftest import both_tiers, poisoned, run_both_tiers
+from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_jobs
 
 GUARDS_SOURCE = r"""
 #define FULL 0xffffffffu
@@ -81,6 +81,20 @@ __global__ void barrier_in_warp_branch(int *y) {
     y[threadIdx.x] = s;
 }
 """
+
+
+def prefetch_job(item):
+    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
+    return tier_jobs(GUARDS_SOURCE, ROWS_SOURCE)
+
+
+compile_ahead = compile_tier_ahead
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(request):
+    from tests.prefetch import ahead
+    ahead(request)
 
 
 @pytest.fixture(scope="module")

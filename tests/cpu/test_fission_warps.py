@@ -9,7 +9,7 @@ import pytest
 
 import quicklaunch as ql
 
-from .conftest import both_tiers
+from .conftest import both_tiers, compile_tier_ahead, tier_jobs
 
 WARPS_SOURCE = r"""
 #define FULL 0xffffffffu
@@ -100,6 +100,20 @@ FISSION = ["warp_sums", "row_softmax", "warp_scan", "votes", "block_sum_shfl", "
 FIBERS = {"half_mask": "mask other than",
           "exits_early": "early return",
           "half_warp_only": "thread-dependent condition"}
+
+
+def prefetch_job(item):
+    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
+    return tier_jobs(WARPS_SOURCE)
+
+
+compile_ahead = compile_tier_ahead
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _compiled_ahead(request):
+    from tests.prefetch import ahead
+    ahead(request)
 
 
 @pytest.fixture(scope="module")
