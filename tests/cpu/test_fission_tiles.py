@@ -194,7 +194,7 @@ REFUSED = {"tile_of_tile": "other than the thread block",
            "tile_discarded": "used other than by its members",
            "matches": "member 'match_any'", "struct_shuffle": "a tile operation on",
            "lambda_op": "an operator of type",
-           "divergent": "condition", "macro_rank": "spelled by a macro",
+           "divergent": "condition that reads a tile's rank", "macro_rank": "spelled by a macro",
            "macro_decl": "declared by a macro", "explicit_type": "explicit template arguments",
            "xor_past_tile": "cannot prove below 8", "shuffle_in_branch": "a branch of ?:"}
 

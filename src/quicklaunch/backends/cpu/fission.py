@@ -69,7 +69,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-22"
+    return f"fission={_libclang_version()}-pass-23"
 
 
 @dataclass
@@ -203,8 +203,10 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
                 code.append(f"{opened}\n{text}{closed}\n")
                 _done(res)[key] = k
         except Refuse as exc:
-            # a name the inliner gave (__ql_i3_lane) as the user wrote it
-            exc = Refuse(re.sub(r"\b__ql_[is]\d+_(\w+)", r"\1", str(exc)))
+            # a name the inliner gave (__ql_i3_lane) as the user wrote it, a
+            # lowered tile rank (fission_tiles.py) as what the user called
+            exc = Refuse(re.sub(r"\b__ql_[is]\d+_(\w+)", r"\1", str(exc)).replace(
+                "calls 'ql_linear_thread'", "reads a tile's rank (the thread's linear index)"))
             res.tiers[e] = ("fibers", str(exc))
             _done(res)[key] = exc
             continue
