@@ -59,6 +59,22 @@ def tier_jobs(*sources, plain=(), exprs=None):
         [(s, None, *tail) for s in plain]
 
 
+def tier_prefetch(*sources, plain=(), exprs=None):
+    """A fission test module's `prefetch_job` (tests/prefetch.py): its
+    tier_jobs, the same for every test of the module."""
+    jobs = tier_jobs(*sources, plain=plain, exprs=exprs)
+    return lambda item: jobs
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _tiers_compiled_ahead(request):
+    """At a module's start, its prefetch jobs the worker has not reached
+    are compiled here (tests/prefetch.py; nothing for a module without)."""
+    if getattr(request.module, "compile_ahead", None) is compile_tier_ahead:
+        from tests.prefetch import ahead
+        ahead(request)
+
+
 def compile_tier_ahead(job):
     """One tier_jobs job, in the prefetch worker: the build both_tiers (or
     a plain ql.compile) makes, into the session's compile cache."""

@@ -6,7 +6,7 @@ import pytest
 
 import quicklaunch as ql
 
-from .conftest import compile_tier_ahead, tier_jobs
+from .conftest import compile_tier_ahead, tier_prefetch
 
 SOURCE = r"""
 #include <cooperative_groups.h>
@@ -162,18 +162,9 @@ FIBERS = {"under_tid": "thread-dependent condition (threadIdx)",
           "in_callee_early": "called function 'helper_sync_unless' returns early"}
 
 
-def prefetch_job(item):
-    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
-    return tier_jobs(SOURCE, exprs=[*FISSION, *FIBERS])
-
-
+# both tiers' builds, compiled ahead on the second core (tests/prefetch.py)
+prefetch_job = tier_prefetch(SOURCE, exprs=[*FISSION, *FIBERS])
 compile_ahead = compile_tier_ahead
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _compiled_ahead(request):
-    from tests.prefetch import ahead
-    ahead(request)
 
 
 @pytest.fixture(scope="module")

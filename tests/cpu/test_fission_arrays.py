@@ -5,7 +5,7 @@ kernels run on fibers must give the same bits, and both match NumPy."""
 import numpy as np
 import pytest
 
-from .conftest import both_tiers, run_both_tiers, compile_tier_ahead, tier_jobs
+from .conftest import both_tiers, run_both_tiers, compile_tier_ahead, tier_prefetch
 
 ARRAYS_SOURCE = r"""
 #define TILE 64
@@ -48,18 +48,9 @@ __global__ void private_hist(const int *v, int *out, int n) {
 KERNELS = ["matvec4", "private_hist"]
 
 
-def prefetch_job(item):
-    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
-    return tier_jobs(ARRAYS_SOURCE)
-
-
+# both tiers' builds, compiled ahead on the second core (tests/prefetch.py)
+prefetch_job = tier_prefetch(ARRAYS_SOURCE)
 compile_ahead = compile_tier_ahead
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _compiled_ahead(request):
-    from tests.prefetch import ahead
-    ahead(request)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 import quicklaunch as ql
 
-from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_jobs
+from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_prefetch
 
 CUB_SOURCE = r"""
 #include <cub/block/block_reduce.cuh>
@@ -88,18 +88,9 @@ REFUSED = {"named_reducer": "the temporary form", "items_per_thread": "items per
            "lambda_operator": "an operator of type"}
 
 
-def prefetch_job(item):
-    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
-    return tier_jobs(CUB_SOURCE, plain=(REFUSED_SOURCE,))
-
-
+# both tiers' builds, compiled ahead on the second core (tests/prefetch.py)
+prefetch_job = tier_prefetch(CUB_SOURCE, plain=(REFUSED_SOURCE,))
 compile_ahead = compile_tier_ahead
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _compiled_ahead(request):
-    from tests.prefetch import ahead
-    ahead(request)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 import quicklaunch as ql
 
-from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_jobs
+from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_prefetch
 
 GUARDS_SOURCE = r"""
 #define FULL 0xffffffffu
@@ -83,18 +83,6 @@ __global__ void barrier_in_warp_branch(int *y) {
 """
 
 
-def prefetch_job(item):
-    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
-    return tier_jobs(GUARDS_SOURCE, ROWS_SOURCE)
-
-
-compile_ahead = compile_tier_ahead
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _compiled_ahead(request):
-    from tests.prefetch import ahead
-    ahead(request)
 
 
 @pytest.fixture(scope="module")
@@ -243,3 +231,8 @@ def test_row_guard_with_rows_that_split_warps(rows):
     for m in (fis, fib):
         with pytest.raises(ql.LaunchError, match=r"__shfl_(xor|down)_sync"):
             m.row_rounds[2, (16, 4)](x, poisoned(128, np.float32))
+
+
+# both tiers' builds, compiled ahead on the second core (tests/prefetch.py)
+prefetch_job = tier_prefetch(GUARDS_SOURCE, ROWS_SOURCE)
+compile_ahead = compile_tier_ahead

@@ -11,7 +11,7 @@ import pytest
 
 import quicklaunch as ql
 
-from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_jobs
+from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_prefetch
 
 INLINE_SOURCE = r"""
 #define FULL 0xffffffffu
@@ -193,18 +193,9 @@ REFUSED = {"returns_early": "'early' returns early",
            "other_namespace": "another namespace"}
 
 
-def prefetch_job(item):
-    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
-    return tier_jobs(INLINE_SOURCE, plain=(REFUSED_SOURCE,))
-
-
+# both tiers' builds, compiled ahead on the second core (tests/prefetch.py)
+prefetch_job = tier_prefetch(INLINE_SOURCE, plain=(REFUSED_SOURCE,))
 compile_ahead = compile_tier_ahead
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _compiled_ahead(request):
-    from tests.prefetch import ahead
-    ahead(request)
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ match NumPy."""
 import numpy as np
 import pytest
 
-from .conftest import both_tiers, run_both_tiers, compile_tier_ahead, tier_jobs
+from .conftest import both_tiers, run_both_tiers, compile_tier_ahead, tier_prefetch
 
 SOURCE = r"""
 // tid, i and j chain: each is rebuilt in every region from the coordinates
@@ -51,18 +51,9 @@ __global__ void from_memory(int *buf, int n) {
 KERNELS = ["chained", "changed", "from_memory"]
 
 
-def prefetch_job(item):
-    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
-    return tier_jobs(SOURCE)
-
-
+# both tiers' builds, compiled ahead on the second core (tests/prefetch.py)
+prefetch_job = tier_prefetch(SOURCE)
 compile_ahead = compile_tier_ahead
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _compiled_ahead(request):
-    from tests.prefetch import ahead
-    ahead(request)
 
 
 @pytest.fixture(scope="module")

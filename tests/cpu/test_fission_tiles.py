@@ -9,7 +9,7 @@ import pytest
 
 import quicklaunch as ql
 
-from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_jobs
+from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_prefetch
 
 TILE_SOURCE = r"""
 #include <cooperative_groups.h>
@@ -199,18 +199,9 @@ REFUSED = {"tile_of_tile": "other than the thread block",
            "xor_past_tile": "cannot prove below 8", "shuffle_in_branch": "a branch of ?:"}
 
 
-def prefetch_job(item):
-    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
-    return tier_jobs(TILE_SOURCE, SCAN_SOURCE, plain=(REFUSED_SOURCE, WIDE_SOURCE,))
-
-
+# both tiers' builds, compiled ahead on the second core (tests/prefetch.py)
+prefetch_job = tier_prefetch(TILE_SOURCE, SCAN_SOURCE, plain=(REFUSED_SOURCE, WIDE_SOURCE,))
 compile_ahead = compile_tier_ahead
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _compiled_ahead(request):
-    from tests.prefetch import ahead
-    ahead(request)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 
 import quicklaunch as ql
 
-from .conftest import both_tiers, compile_tier_ahead, tier_jobs
+from .conftest import both_tiers, compile_tier_ahead, tier_prefetch
 
 WARPS_SOURCE = r"""
 #define FULL 0xffffffffu
@@ -102,18 +102,9 @@ FIBERS = {"half_mask": "mask other than",
           "half_warp_only": "thread-dependent condition"}
 
 
-def prefetch_job(item):
-    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
-    return tier_jobs(WARPS_SOURCE)
-
-
+# both tiers' builds, compiled ahead on the second core (tests/prefetch.py)
+prefetch_job = tier_prefetch(WARPS_SOURCE)
 compile_ahead = compile_tier_ahead
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _compiled_ahead(request):
-    from tests.prefetch import ahead
-    ahead(request)
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ fibers with the reason; those it may accept must match fibers bit for bit."""
 import numpy as np
 import pytest
 
-from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_jobs
+from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_prefetch
 
 WRITES_SOURCE = r"""
 #define FULL 0xffffffffu
@@ -125,18 +125,9 @@ FIBERS = {"bool_literal": "thread-dependent condition",
           "macro_assigned_param": "modifies its parameter 'n'"}
 
 
-def prefetch_job(item):
-    """Both tiers' builds, compiled ahead on the second core (tests/prefetch.py)."""
-    return tier_jobs(WRITES_SOURCE)
-
-
+# both tiers' builds, compiled ahead on the second core (tests/prefetch.py)
+prefetch_job = tier_prefetch(WRITES_SOURCE)
 compile_ahead = compile_tier_ahead
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _compiled_ahead(request):
-    from tests.prefetch import ahead
-    ahead(request)
 
 
 @pytest.fixture(scope="module")

@@ -84,7 +84,7 @@ class Cub(Tiles):
                          f"(fission lowers the temporary form)")
         temp = self.unwrap(ctor_args[0])
         if temp.kind != CK.DECL_REF_EXPR or temp.referenced is None or \
-                temp.referenced.kind != CK.VAR_DECL or not self.shared_var(temp.referenced):
+                not self.inl.is_shared(temp.referenced):
             raise Refuse(f"{where} on a TempStorage other than a __shared__ variable")
         br = obj.type.get_canonical().spelling
         if not re.fullmatch(r"cub::BlockReduce<[\w:, <>]+>", br):
@@ -118,12 +118,6 @@ class Cub(Tiles):
             (self.text(valid) if valid is not None else f"{br}::ql_fission_threads") +
             (f", {self.text(opx)})" if opx is not None else ")"))))
         self.count += 1
-
-    def shared_var(self, v) -> bool:
-        try:
-            return v.tls_kind != self.inl.ci.TLSKind.NONE     # __shared__: thread_local here
-        except Exception:
-            return False
 
     def cub_operator(self, c, where) -> str:
         """The type of a reduction operator the helper can take by value."""
