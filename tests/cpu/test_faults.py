@@ -358,3 +358,39 @@ def test_catching_can_be_switched_off():
     out = run_python(LAUNCH_THEN.replace("{after}", ""), QUICKLAUNCH_CPU_CATCH_FAULTS="0")
     assert "caught:" not in out.stdout
     assert died_of_segv(out), (out.returncode, out.stderr)
+
+
+# One module, three tiers: the fibers make it a fiber build, where only the
+# fiber kernel keeps threadIdx.x; the others must not report another
+# thread's (the fission kernel's last thread loop left 63 there).
+MIXED_TIERS_SOURCE = r"""
+extern "C" __global__ void loop_poke(int *p, int at) {
+    if (threadIdx.x == at) p[1 << 28] = 1;
+}
+extern "C" __global__ void fission_poke(int *p, int at) {
+    __shared__ int s[64];
+    s[threadIdx.x] = threadIdx.x;
+    __syncthreads();
+    if (threadIdx.x == at) p[1 << 28] = s[63 - threadIdx.x];
+}
+extern "C" __global__ void fiber_poke(int *p, int at) {
+    __shared__ int s[64];
+    s[threadIdx.x] = 1;
+    if (p[threadIdx.x]) __syncthreads();   // not block-uniform: fibers
+    if (threadIdx.x == at) p[1 << 28] = s[0];
+}
+"""
+
+
+@pytest.mark.parametrize("kernel, tier, thread", [("loop_poke", "loop", "?"),
+                                                  ("fission_poke", "fission", "?"),
+                                                  ("fiber_poke", "fibers", "5")])
+def test_fault_reports_only_a_thread_it_knows(cpu, kernel, tier, thread):
+    m = ql.compile(MIXED_TIERS_SOURCE, device=cpu)
+    k = m.get_kernel(kernel)
+    assert k.attributes["tier"] == tier
+    p = np.zeros(64 * 2, np.int32)
+    for run in (k.configure(2, 64), lambda *a: k.launch(2, 64, *a)):
+        with pytest.raises(ql.LaunchError, match=rf"'{kernel}'.*in block \(0, 0, 0\), "
+                           rf"thread \({re.escape(thread)}, 0, 0\)"):
+            run(p, 5)

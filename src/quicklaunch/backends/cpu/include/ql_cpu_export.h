@@ -146,11 +146,17 @@ static inline __attribute__((always_inline)) void publish_block() {
 // not keep threadIdx.x: reading it here would force a store per CUDA
 // thread, and that store alone stops the row loop from vectorising (10x on
 // saxpy). Such builds report the block, y and z; debug builds (-O0) and
-// fiber builds (tier 2, which keep threadIdx anyway) report x too.
+// kernels on fibers (tier 2, which keep threadIdx anyway) report x too.
+// Per row of the kernel table: in a module with fibers, its loop (tier 1)
+// and fission (tier 3) kernels keep threadIdx.x no better than elsewhere,
+// and what it holds there is another thread's (fission's last thread loop).
+template <unsigned Tier>
 static void fault(ql_cpu_fault *f) {
     f->block[0] = blockIdx.x, f->block[1] = blockIdx.y, f->block[2] = blockIdx.z;
-#if defined(QL_DEBUG) || defined(QL_TIER2)
+#if defined(QL_DEBUG)
     f->thread[0] = threadIdx.x;
+#elif defined(QL_TIER2)
+    f->thread[0] = Tier == 2 ? threadIdx.x : QL_CPU_UNKNOWN;
 #else
     f->thread[0] = QL_CPU_UNKNOWN;
 #endif
@@ -447,13 +453,13 @@ struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
 #define QL_KERNEL(name_text, tier, ...)                                        \
     {name_text, reinterpret_cast<void *>(__VA_ARGS__), QL_ENTRY(__VA_ARGS__)::QL_RUN_##tier, \
      (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, tier##u, QL_ENTRY(__VA_ARGS__)::params, \
-     ::ql_export::fault},
+     ::ql_export::fault<tier##u>},
 // A fission row (tier 3 in the table): the kernel's reflection, the
 // generated per-block function's entry (a ql_export::fission type).
 #define QL_KERNEL_FISSION(name_text, fission_entry, ...)                       \
     {name_text, reinterpret_cast<void *>(__VA_ARGS__), fission_entry::run,       \
      (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, 3u, QL_ENTRY(__VA_ARGS__)::params, \
-     ::ql_export::fault},
+     ::ql_export::fault<3u>},
 // The table around the rows, closed by a sentinel row, and the module's one
 // export, __ql_module (see ql_cpu_abi.h).
 #define QL_MODULE_BEGIN static const ql_cpu_kernel ql_kernel_table[] = {
