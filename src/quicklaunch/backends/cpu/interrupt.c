@@ -161,6 +161,7 @@ static void device_exit(ql_guard *g, const ql_cpu_device_exit *x, const ucontext
     ql_active_guard = 0;
     ql_cpu_fault f;
     memset(&f, 0, sizeof f);
+    f.at_call = 1;
     g->kernel->fault(&f);
     ql_cpu_error *e = g->dims->error;
     int expected = 0;

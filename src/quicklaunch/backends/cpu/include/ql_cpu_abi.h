@@ -86,6 +86,8 @@ typedef struct ql_cpu_fault {
     uint32_t thread[3];       /* out: threadIdx (QL_CPU_UNKNOWN where not kept) */
     uint32_t fiber_overflow;  /* out: 1 if address is in a fiber stack's guard page */
     uint32_t fiber_stack;     /* out: bytes per fiber stack (tier 2), else 0 */
+    uint32_t at_call;         /* in: 1 when the kernel stopped itself by a call
+                                 (abort, exit): the coordinates are stored then */
 } ql_cpu_fault;
 
 /* A coordinate the module does not know (threadIdx.x in optimised tier-1
