@@ -419,9 +419,12 @@ static __attribute__((noinline, cold)) int capture_launch(
     return took;
 }
 
+/* `planned` and `plan`: a Launcher's plan of this configuration (NULL: the
+ * general entry). */
 static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const uint32_t *grid, const uint32_t *block,
                      uint32_t shared, void *stream, int release_gil,
-                     PyObject *const *args, Py_ssize_t nargs) {
+                     PyObject *const *args, Py_ssize_t nargs,
+                     ql_planned_fn planned, const void *plan) {
     /* Aligned by hand: an _Alignas(64) array would make the compiler
      * realign the whole frame on every call. */
     char raw[QL_MAX_PARAM_BYTES + 64];
@@ -449,6 +452,8 @@ static inline __attribute__((always_inline)) int do_launch(KernelCore *k, const 
         status = k->launch(k->func, grid[0], grid[1], grid[2], block[0], block[1],
                            block[2], shared, stream, ptrs, NULL);
         Py_END_ALLOW_THREADS
+    } else if (planned) {
+        status = planned(plan, ptrs);
     } else {
         status = k->launch(k->func, grid[0], grid[1], grid[2], block[0], block[1],
                            block[2], shared, stream, ptrs, NULL);
@@ -465,7 +470,8 @@ static __attribute__((noinline, cold)) int launch_with_defaults(
     int release_gil, PyObject *const *args, Py_ssize_t nargs) {
     PyObject *full[QL_MAX_PARAMS];
     if (fill_defaults(k, args, nargs, full) < 0) return -1;
-    return do_launch(k, grid, block, shared, stream, release_gil, full, (Py_ssize_t)k->nparams);
+    return do_launch(k, grid, block, shared, stream, release_gil, full, (Py_ssize_t)k->nparams,
+                     NULL, NULL);
 }
 
 static __attribute__((noinline, cold)) int launcher_wrong_count(
@@ -483,7 +489,7 @@ launcher_vectorcall(PyObject *self, PyObject *const *args, size_t nargsf, PyObje
         return NULL;
     }
     int rc = do_launch(l->kernel, l->grid, l->block, l->shared, l->stream, l->release_gil,
-                       args, PyVectorcall_NARGS(nargsf));
+                       args, PyVectorcall_NARGS(nargsf), l->planned, l->plan);
     if (__builtin_expect(rc < 0, 0) &&
         (rc != QL_WRONG_COUNT || launcher_wrong_count(l, args, PyVectorcall_NARGS(nargsf)) < 0))
         return NULL;

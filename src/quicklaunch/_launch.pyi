@@ -31,6 +31,7 @@ class KernelCore:
         dlpack_device: tuple[int, int] = (1, 0),
         defaults: tuple[Any, ...] = (),
         elems: Any = None,
+        plan: int = 0,
     ) -> None:
         """``device_id`` is the opaque tag ql buffers of the device carry;
         ``dlpack_device`` is the device as DLPack names it (type, ordinal:
@@ -38,6 +39,9 @@ class KernelCore:
         checked against. ``defaults`` are the values of the last
         ``len(defaults)`` parameters for launches that leave them out (an
         exception instance among them is raised, as its type, instead).
+        ``plan`` is the address of the backend's planner (``ql_plan_fn``,
+        0: none): each Launcher asks it once to check its configuration,
+        and a planned Launcher's calls pass only the parameters.
         ``elems``: per parameter None (any element) or (kind, size, lanes,
         expect text, NumPy spelling), from ``quicklaunch.elements``."""
     def __getitem__(self, config: tuple[Any, ...]) -> LaunchFunction: ...
@@ -59,6 +63,8 @@ class Launcher:
     def shared_mem(self) -> int: ...
     @property
     def stream(self) -> Any: ...
+    @property
+    def planned(self) -> bool: ...
     def __call__(self, *args: Any) -> None: ...
 
 class Buffer:

@@ -41,6 +41,15 @@ typedef int (*ql_launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz,
                             unsigned bx, unsigned by, unsigned bz, unsigned shared,
                             void *stream, void **params, void **extra);
 
+/* A backend's planned launch (optional): `plan` checks a configuration once
+ * and fills a Launcher's plan bytes, returning the function that launches
+ * it with only the parameters per call (NULL: the configuration takes the
+ * general entry). The CPU device's ql_cpu_plan_launch is one. */
+typedef int (*ql_planned_fn)(const void *plan, void **params);
+typedef ql_planned_fn (*ql_plan_fn)(void *f, const unsigned dims[6], unsigned shared,
+                                    void *stream, void *plan, unsigned cap);
+#define QL_PLAN_BYTES 64
+
 /* Exceptions, registered from quicklaunch.errors at import. */
 static PyObject *LaunchError, *LaunchTypeError, *LaunchValueError, *LaunchOverflowError;
 
@@ -61,6 +70,7 @@ typedef struct {
 typedef struct {
     PyObject_HEAD
     ql_launch_fn launch;
+    ql_plan_fn plan;          /* the backend's planner, or NULL */
     void *func;
     uint32_t nparams, param_bytes;
     uint8_t codes[QL_MAX_PARAMS];
@@ -105,6 +115,8 @@ typedef struct {
     void *stream;
     PyObject *stream_obj;
     int release_gil;
+    ql_planned_fn planned;  /* the backend's plan of this configuration, or NULL */
+    _Alignas(16) char plan[QL_PLAN_BYTES];
     PyMethodDef def;        /* the bound launch function's definition, named */
 } Launcher;                 /* after the kernel (see make_launcher) */
 

@@ -30,6 +30,7 @@ static PyObject *launcher_get(PyObject *self, void *which) {
     case 1: return Py_BuildValue("(III)", l->grid[0], l->grid[1], l->grid[2]);
     case 2: return Py_BuildValue("(III)", l->block[0], l->block[1], l->block[2]);
     case 3: return PyLong_FromUnsignedLong(l->shared);
+    case 5: return PyBool_FromLong(l->planned != NULL);
     default: return Py_NewRef(l->stream_obj ? l->stream_obj : Py_None);
     }
 }
@@ -47,6 +48,8 @@ static PyGetSetDef launcher_getset[] = {
     {"block", launcher_get, NULL, "block dimensions (x, y, z)", (void *)2},
     {"shared_mem", launcher_get, NULL, "dynamic shared memory in bytes", (void *)3},
     {"stream", launcher_get, NULL, "the stream, as given", (void *)4},
+    {"planned", launcher_get, NULL, "whether calls take the backend's plan of this "
+     "configuration (checked once) instead of its general launch entry", (void *)5},
     {NULL}};
 
 static PyTypeObject LauncherType = {

@@ -182,6 +182,11 @@ static PyObject *make_launcher(KernelCore *k, PyObject *grid_o, PyObject *block_
     l->stream = stream;
     l->stream_obj = Py_NewRef(stream_o ? stream_o : Py_None);
     l->release_gil = wants_gil_release(k, grid, block);
+    l->planned = NULL;
+    if (k->plan && !l->release_gil) {
+        const unsigned dims[6] = {grid[0], grid[1], grid[2], block[0], block[1], block[2]};
+        l->planned = k->plan(k->func, dims, (unsigned)shared, stream, l->plan, QL_PLAN_BYTES);
+    }
     l->def.ml_name = PyUnicode_AsUTF8(k->name); /* lives as long as the kernel */
     l->def.ml_meth = (PyCFunction)(void (*)(void))launcher_fastcall;
     l->def.ml_flags = METH_FASTCALL | METH_KEYWORDS;
@@ -286,23 +291,23 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
                             "func", "device_id", "device_name", "host_memory",
                             "inline_threads", "max_block", "max_grid", "max_threads",
                             "max_shared", "error_hook", "dlpack_device", "defaults",
-                            "elems", NULL};
+                            "elems", "plan", NULL};
     PyObject *name, *pnames, *sizes, *aligns, *dname, *mb, *mg, *hook, *defaults = NULL;
     PyObject *elems = NULL;
     Py_buffer codes;
-    unsigned long long launch, func, inline_threads;
+    unsigned long long launch, func, inline_threads, plan = 0;
     int device_id, host_memory, dlpack_type = 1, dlpack_ordinal = 0; /* kDLCPU, 0 */
     unsigned int max_threads, max_shared;
     if (k->launch) {
         PyErr_SetString(PyExc_RuntimeError, "KernelCore is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!y*OOKKiUpKOOIIO|$(ii)O!O", names, &name,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!y*OOKKiUpKOOIIO|$(ii)O!OK", names, &name,
                                      &PyTuple_Type, &pnames, &codes, &sizes, &aligns,
                                      &launch, &func, &device_id, &dname, &host_memory,
                                      &inline_threads, &mb, &mg, &max_threads, &max_shared,
                                      &hook, &dlpack_type, &dlpack_ordinal, &PyTuple_Type,
-                                     &defaults, &elems))
+                                     &defaults, &elems, &plan))
         return -1;
     Py_ssize_t n = codes.len;
     int rc = -1;
@@ -401,6 +406,7 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
     k->configs = PyDict_New();
     if (!k->configs) goto done;
     k->launch = (ql_launch_fn)(uintptr_t)launch;
+    k->plan = (ql_plan_fn)(uintptr_t)plan;
     rc = 0;
 done:
     Py_XDECREF(sz);
@@ -580,7 +586,8 @@ static PyObject *core_launch(PyObject *self, PyObject *const *args, Py_ssize_t n
         }
     }
     const int release = wants_gil_release(k, grid, block);
-    int rc = do_launch(k, grid, block, (uint32_t)shared, stream, release, args + 2, nargs - 2);
+    int rc = do_launch(k, grid, block, (uint32_t)shared, stream, release, args + 2, nargs - 2,
+                       NULL, NULL);
     if (rc != 0 && (rc != QL_WRONG_COUNT ||
                     launch_with_defaults(k, grid, block, (uint32_t)shared, stream, release,
                                          args + 2, nargs - 2) < 0))

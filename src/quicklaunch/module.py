@@ -55,6 +55,8 @@ class Kernel(_launch.KernelCore):
             max_block=lim.max_block_dims, max_grid=lim.max_grid_dims,
             max_threads=lim.max_threads_per_block, max_shared=lim.max_shared_per_block,
             error_hook=error_hook, dlpack_device=dev.backend.dlpack_device,
+            # the backend's planner, for launches through its own entry (not a stub's)
+            plan=dev.backend.plan_entry if launch_entry == dev.backend.launch_entry else 0,
             defaults=(defaults := _defaults(module, name, params)),
             elems=(elems := elements(params,
                                      template_types(getattr(module, "source", None), name))))

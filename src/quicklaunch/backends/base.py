@@ -110,6 +110,7 @@ class Backend(Protocol):
     cuda_array_interface: bool      # its buffers export __cuda_array_interface__
     cuda_stream_protocol: bool      # its streams export __cuda_stream__
     launch_entry: int               # address of the cuLaunchKernel-shaped entry
+    plan_entry: int                 # address of its planner (_launch_core.h's ql_plan_fn), or 0
     entry_library: str              # the shared library that exports it (C baselines)
     inline_threads: int             # launches up to this size keep the GIL
     error_hook: Callable[[Any, int], BaseException | None]

@@ -30,6 +30,7 @@ class CpuBackend:
         self.description = f"host CPU, {n} worker thread{'s' if n != 1 else ''}"
         self.limits = Limits()
         self.launch_entry = runtime.launch_entry()
+        self.plan_entry = runtime.plan_entry()
         self.entry_library = str(runtime.library_path())
         self.inline_threads = runtime.inline_threads()
         self.error_hook = runtime.error_hook

@@ -10,9 +10,15 @@
  *   (events.c and graphs.c, the rest of the stream API, sit beside
  *   streams.c and call it, work.c and pool.c.)
  * A launch on the default stream with nothing queued anywhere runs now
- * (pool.h, inline here); any other goes to the streams. */
+ * (pool.h, inline here); any other goes to the streams.
+ *
+ * A configured launcher (k[grid, block]) asks once for a plan of its
+ * configuration (ql_cpu_plan_launch) and then launches it through
+ * ql_cpu_launch_planned: the checks and sizes that depend only on the
+ * configuration are done once, not per call. */
 #define _GNU_SOURCE
 #include <stdatomic.h>
+#include <string.h>
 
 #include "pool.h"
 #include "streams.h"
@@ -34,4 +40,63 @@ QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
         return ql_cpu_launch_queued(k, dims, shared_bytes, stream, params);
     }
     return ql_cpu_launch_now(k, gx, gy, gz, bx, by, bz, shared_bytes, params);
+}
+
+/* ------------------------------------------------------------ planned */
+/* A configuration checked once: small enough to run on the caller, on the
+ * default stream. What a launcher keeps in its plan bytes (opaque there). */
+typedef struct ql_cpu_plan {
+    const ql_cpu_kernel *kernel;
+    uint64_t nblocks;
+    ql_cpu_dims dims;        /* error is filled in per launch */
+} ql_cpu_plan;
+
+typedef int (*ql_cpu_planned_fn)(const void *plan, void **params);
+
+/* Launches a plan: the same launch as ql_cpu_launch with the plan's
+ * configuration, whose checks and sizes were done by ql_cpu_plan_launch. */
+static int launch_planned(const void *plan, void **params) {
+    const ql_cpu_plan *p = (const ql_cpu_plan *)plan;
+    if (__builtin_expect(atomic_load_explicit(&ql_async_pending, memory_order_relaxed), 0)) {
+        const ql_cpu_dims *d = &p->dims; /* streams have work queued: keep the order */
+        return ql_cpu_launch((void *)p->kernel, d->grid[0], d->grid[1], d->grid[2],
+                             d->block[0], d->block[1], d->block[2], d->shared_bytes, NULL,
+                             params, NULL);
+    }
+    if (__builtin_expect(!ql_thread_ready, 0)) ql_fault_setup_thread();
+    ql_cpu_error err;
+    err.code = err.ready = 0;
+    ql_cpu_dims d = p->dims;
+    d.error = &err;
+    ql_run_guarded(p->kernel, params, &d, 0, p->nblocks);
+    return err.code ? ql_cpu_failed_launch(&err) : QL_CPU_SUCCESS;
+}
+
+/* Plans a launch of `f` with dims (grid x, y, z, block x, y, z): fills
+ * `plan` (`cap` bytes) and returns the function that launches it, or NULL
+ * when this configuration takes ql_cpu_launch (a stream, a launch for the
+ * pool, or a configuration ql_cpu_launch would refuse). */
+QL_EXPORT ql_cpu_planned_fn ql_cpu_plan_launch(void *f, const unsigned dims[6],
+                                               unsigned shared_bytes, void *stream,
+                                               void *plan, unsigned cap) {
+    const ql_cpu_kernel *k = (const ql_cpu_kernel *)f;
+    if (!k || !k->run || stream || cap < sizeof(ql_cpu_plan) ||
+        ((uintptr_t)plan & (_Alignof(ql_cpu_plan) - 1)))
+        return NULL;
+    for (int i = 0; i < 6; ++i)
+        if (!dims[i]) return NULL;
+    uint64_t nblocks = (uint64_t)dims[0] * dims[1] * dims[2], threads;
+    uint64_t per_block = (uint64_t)dims[3] * dims[4] * dims[5];
+    if (__builtin_mul_overflow(nblocks, per_block, &threads)) return NULL;
+    if (nblocks != 1 && threads > ql_cpu_inline_threads) return NULL; /* the pool's */
+    ql_cpu_plan *p = (ql_cpu_plan *)plan;
+    memset(p, 0, sizeof *p);
+    p->kernel = k;
+    p->nblocks = nblocks;
+    for (int i = 0; i < 3; ++i) {
+        p->dims.grid[i] = dims[i];
+        p->dims.block[i] = dims[3 + i];
+    }
+    p->dims.shared_bytes = shared_bytes;
+    return launch_planned;
 }

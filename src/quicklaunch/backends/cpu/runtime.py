@@ -73,6 +73,11 @@ def launch_entry() -> int:
     return ctypes.cast(library().ql_cpu_launch, ctypes.c_void_p).value
 
 
+def plan_entry() -> int:
+    """Address of ``ql_cpu_plan_launch``: a configured launcher's planner."""
+    return ctypes.cast(library().ql_cpu_plan_launch, ctypes.c_void_p).value
+
+
 def inline_threads() -> int:
     """Launches with at most this many CUDA threads run on the caller."""
     return ctypes.c_uint64.in_dll(library(), "ql_cpu_inline_threads").value

@@ -44,6 +44,7 @@ class CudaDevice(GpuBackend):
         self.ordinal = ordinal
         self.dlpack_device = (DL_CUDA, ordinal)
         self.launch_entry = d.launch_address
+        self.plan_entry = 0   # no planned launches: every call takes cuLaunchKernel
         self.entry_library = drv.library_path()
         handle = c_int()
         d.check(d.cuDeviceGet(byref(handle), ordinal), f"cuDeviceGet({ordinal})")

@@ -45,6 +45,7 @@ class HipDevice(GpuBackend):
         self.ordinal = ordinal
         self.dlpack_device = (DL_ROCM, ordinal)
         self.launch_entry = rt.launch_address
+        self.plan_entry = 0   # no planned launches: every call takes hipModuleLaunchKernel
         self.entry_library = rt.path
         self.make_current()
         name = ctypes.create_string_buffer(256)
