@@ -148,17 +148,18 @@ static inline __attribute__((always_inline)) void publish_block() {
 // saxpy). Such builds report the block, y and z; debug builds (-O0) and
 // kernels on fibers (tier 2, which keep threadIdx anyway) report x too.
 // Per row of the kernel table: in a module with fibers, its loop (tier 1)
-// and fission (tier 3) kernels keep threadIdx.x no better than elsewhere:
-// at a faulting instruction it may hold another thread's (fission's last
-// thread loop's). At a call that stops the kernel (abort, exit) it is the
-// caller's, since the callee could read it.
+// kernels keep threadIdx.x no better than elsewhere: at a faulting
+// instruction it may hold another kernel's last thread. At a call that
+// stops the kernel (abort, exit) it is the caller's, since the callee could
+// read it. Fission kernels (tier 3) store it in each thread loop, for the
+// fault handler (fission_codegen.py).
 template <unsigned Tier>
 static void fault(ql_cpu_fault *f) {
     f->block[0] = blockIdx.x, f->block[1] = blockIdx.y, f->block[2] = blockIdx.z;
 #if defined(QL_DEBUG)
     f->thread[0] = threadIdx.x;
 #elif defined(QL_TIER2)
-    f->thread[0] = Tier == 2 || f->at_call ? threadIdx.x : QL_CPU_UNKNOWN;
+    f->thread[0] = Tier != 1 || f->at_call ? threadIdx.x : QL_CPU_UNKNOWN;
 #else
     f->thread[0] = QL_CPU_UNKNOWN;
 #endif
