@@ -12,8 +12,9 @@
  *                       DLPack capsules of ql buffers
  *   _launch_pointers.h  pointers from every other source (ints, ctypes, the
  *                       buffer protocol, __array_interface__)
- *   _launch.c           the fast path: packing, the launch, hooks; and, at
- *                       its end, the module
+ *   _launch_hooks.h     ql.trace and ql.graph's hooks (the slow path)
+ *   _launch.c           the fast path: packing, the launch; and, at its
+ *                       end, the module
  *   _launch_launcher.h  the Launcher type (its call path is in _launch.c)
  *   _launch_types.h     configurations and the KernelCore type
  * Included once, by _launch.c (and by the part headers, for their own

@@ -54,12 +54,11 @@ QL_EXPORT int ql_cpu_graph_set_launch(uint64_t h, int i, void *f, const unsigned
             free(fresh.ptrs);
             code = ST_INVALID_VALUE;
         } else {
-            uint64_t blocks = (uint64_t)dims[0] * dims[1] * dims[2], threads;
-            if (__builtin_mul_overflow(blocks, (uint64_t)dims[3] * dims[4] * dims[5], &threads))
-                threads = UINT64_MAX;
+            const uint64_t blocks = (uint64_t)dims[0] * dims[1] * dims[2];
             fresh.run_dims = (ql_cpu_dims){{dims[0], dims[1], dims[2]},
                                            {dims[3], dims[4], dims[5]}, shared, 0, NULL};
-            fresh.nblocks = blocks == 1 || threads <= ql_cpu_inline_threads ? blocks : 0;
+            fresh.nblocks = ql_runs_inline(blocks, (uint64_t)dims[3] * dims[4] * dims[5])
+                                ? blocks : 0;
             free(g->nodes[i].ptrs);
             g->nodes[i] = fresh;
         }

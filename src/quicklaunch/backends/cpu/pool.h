@@ -39,6 +39,16 @@ QL_HIDDEN int ql_cpu_failed_launch(const ql_cpu_error *e);
 QL_HIDDEN void ql_cpu_set_last_error(const char *message);
 QL_HIDDEN const char *ql_cpu_last_error_text(void);
 
+/* Whether a launch of `nblocks` blocks of `per_block` threads runs on the
+ * calling thread: a single block, or at most ql_cpu_inline_threads CUDA
+ * threads. The product can exceed 2**64 (it saturates); no division here:
+ * it would cost more than the rest of a small launch. */
+static inline int ql_runs_inline(uint64_t nblocks, uint64_t per_block) {
+    uint64_t threads;
+    if (__builtin_mul_overflow(nblocks, per_block, &threads)) threads = UINT64_MAX;
+    return nblocks == 1 || threads <= ql_cpu_inline_threads;
+}
+
 /* A launch, now, on the calling thread (and the pool when it is large).
  * Inline: it is the whole of a small launch through ql_cpu_launch. */
 static inline int ql_cpu_launch_now(const ql_cpu_kernel *k, unsigned gx, unsigned gy,
@@ -49,12 +59,8 @@ static inline int ql_cpu_launch_now(const ql_cpu_kernel *k, unsigned gx, unsigne
     ql_cpu_error err;
     err.code = err.ready = 0;
     ql_cpu_dims d = {{gx, gy, gz}, {bx, by, bz}, shared_bytes, 0, &err};
-    uint64_t nblocks = (uint64_t)gx * gy * gz;
-    uint64_t per_block = (uint64_t)bx * by * bz, threads;
-    /* nblocks * per_block can exceed 2**64 (saturate); no division here:
-     * it would cost more than the rest of a small launch. */
-    if (__builtin_mul_overflow(nblocks, per_block, &threads)) threads = UINT64_MAX;
-    if (nblocks == 1 || threads <= ql_cpu_inline_threads)
+    const uint64_t nblocks = (uint64_t)gx * gy * gz;
+    if (ql_runs_inline(nblocks, (uint64_t)bx * by * bz))
         ql_run_guarded(k, params, &d, 0, nblocks);
     else
         ql_pool_run(k, params, &d, nblocks);

@@ -85,10 +85,9 @@ QL_EXPORT ql_cpu_planned_fn ql_cpu_plan_launch(void *f, const unsigned dims[6],
         return NULL;
     for (int i = 0; i < 6; ++i)
         if (!dims[i]) return NULL;
-    uint64_t nblocks = (uint64_t)dims[0] * dims[1] * dims[2], threads;
-    uint64_t per_block = (uint64_t)dims[3] * dims[4] * dims[5];
-    if (__builtin_mul_overflow(nblocks, per_block, &threads)) return NULL;
-    if (nblocks != 1 && threads > ql_cpu_inline_threads) return NULL; /* the pool's */
+    const uint64_t nblocks = (uint64_t)dims[0] * dims[1] * dims[2];
+    if (!ql_runs_inline(nblocks, (uint64_t)dims[3] * dims[4] * dims[5]))
+        return NULL; /* the pool's */
     ql_cpu_plan *p = (ql_cpu_plan *)plan;
     memset(p, 0, sizeof *p);
     p->kernel = k;

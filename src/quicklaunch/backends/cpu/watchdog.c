@@ -162,11 +162,9 @@ int ql_cpu_launch_watched(const ql_cpu_kernel *k, const unsigned dims[6], unsign
     ql_cpu_error err;
     err.code = err.ready = 0;
     ql_cpu_dims d = {{dims[0], dims[1], dims[2]}, {dims[3], dims[4], dims[5]}, shared, 0, &err};
-    uint64_t nblocks = (uint64_t)dims[0] * dims[1] * dims[2];
-    uint64_t per_block = (uint64_t)dims[3] * dims[4] * dims[5], threads;
-    if (__builtin_mul_overflow(nblocks, per_block, &threads)) threads = UINT64_MAX;
+    const uint64_t nblocks = (uint64_t)dims[0] * dims[1] * dims[2];
     ql_watch_begin(&err, timeout_ns, source);
-    if (nblocks == 1 || threads <= ql_cpu_inline_threads) ql_run_guarded(k, params, &d, 0, nblocks);
+    if (ql_runs_inline(nblocks, (uint64_t)dims[3] * dims[4] * dims[5])) ql_run_guarded(k, params, &d, 0, nblocks);
     else ql_pool_run(k, params, &d, nblocks);
     ql_watch_end();
     return err.code ? ql_cpu_failed_launch(&err) : QL_CPU_SUCCESS;
