@@ -13,9 +13,9 @@
  * (pool.h, inline here); any other goes to the streams.
  *
  * A configured launcher (k[grid, block]) asks once for a plan of its
- * configuration (ql_cpu_plan_launch) and then launches it through
- * ql_cpu_launch_planned: the checks and sizes that depend only on the
- * configuration are done once, not per call. */
+ * configuration (ql_cpu_plan_launch) and then launches it through the
+ * function that returns (launch_planned): the checks and sizes that depend
+ * only on the configuration are done once, not per call. */
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <string.h>
