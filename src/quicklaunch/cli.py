@@ -87,7 +87,8 @@ def _bench(args) -> int:
 
     bar = TextProgress(sys.stderr)
     try:
-        result = run_suite(args.device, args.out, quick=args.quick, progress=bar)
+        result = run_suite(args.device, args.out, quick=args.quick, progress=bar,
+                           skip=args.skip)
     finally:
         bar.close()
     print(table(result))
@@ -102,6 +103,15 @@ def _bench(args) -> int:
     return 0 if any(r["status"] == "ok" for r in ours) else 1
 
 
+def _sections(text: str) -> frozenset:
+    """--skip's value: comma-separated section names, checked."""
+    from .bench.suite import check_skip
+    try:
+        return check_skip(n.strip() for n in text.split(",") if n.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("quicklaunch bench: ")) from None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="quicklaunch", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -114,6 +124,11 @@ def main(argv=None) -> int:
                         "(default ./quicklaunch-bench)")
     b.add_argument("--quick", action="store_true",
                    help="fewer iterations (under a minute; the full run is under five)")
+    from .bench.suite import SECTIONS
+    b.add_argument("--skip", type=_sections, default=frozenset(), metavar="SECTION[,SECTION]",
+                   help="sections to leave out: " + "; ".join(
+                       f"{name} ({what})" for name, what in SECTIONS.items())
+                   + ". quicklaunch's own launch rows always run")
     b.set_defaults(fn=_bench)
     from .bundles.cli import add_parser as add_build
     add_build(sub)   # quicklaunch build: bundles (quicklaunch/bundles/cli.py)

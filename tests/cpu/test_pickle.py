@@ -106,7 +106,7 @@ def test_launcher_pickles_as_kernel_and_config(mod):
 
 
 def test_launcher_on_a_stream_is_refused(mod):
-    s = ql.Stream()
+    s = ql.Stream(mod.device)
     with pytest.raises(pickle.PicklingError, match="stream"):
         pickle.dumps(mod.scale[1, 32, 0, s])
 

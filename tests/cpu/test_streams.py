@@ -57,7 +57,7 @@ def mod(cpu):
 
 def test_order_within_a_stream(mod):
     log, count = poisoned(200, np.int32), np.zeros(1, np.int32)
-    with ql.Stream() as s:
+    with ql.Stream("cpu") as s:
         run = mod.append.configure(1, 1, stream=s)
         for tag in range(200):
             run(log, count, tag)
@@ -68,7 +68,7 @@ def test_order_within_a_stream(mod):
 
 def test_streams_overlap(mod):
     flags, saw = np.zeros(2, np.int32), poisoned(2, np.int32)
-    with ql.Stream() as a, ql.Stream() as b:
+    with ql.Stream("cpu") as a, ql.Stream("cpu") as b:
         mod.rendezvous[1, 1, 0, a](flags[0:], flags[1:], saw[0:])
         mod.rendezvous[1, 1, 0, b](flags[1:], flags[0:], saw[1:])
         a.synchronize()
@@ -78,7 +78,7 @@ def test_streams_overlap(mod):
 
 def test_launch_returns_before_the_kernel_ran(mod):
     x, y = np.zeros(1, np.int32), poisoned(1, np.int32)
-    with ql.Stream() as s:
+    with ql.Stream("cpu") as s:
         mod.slow_then_store[1, 1, 0, s](x, y, 20_000_000)
         assert not s.query()  # queued or running
         s.synchronize()
@@ -87,8 +87,8 @@ def test_launch_returns_before_the_kernel_ran(mod):
 
 def test_events_time_and_order(mod):
     x, y = np.zeros(1, np.int32), poisoned(1, np.int32)
-    with ql.Stream() as s:
-        start, mid, end = ql.Event(), ql.Event(), ql.Event()
+    with ql.Stream("cpu") as s:
+        start, mid, end = ql.Event("cpu"), ql.Event("cpu"), ql.Event("cpu")
         t0 = time.perf_counter()
         start.record(s)
         mod.slow_then_store[1, 1, 0, s](x, y, 2_000_000)
@@ -105,7 +105,7 @@ def test_events_time_and_order(mod):
 
 def test_wait_on_event_across_streams(mod):
     x, y, z = np.zeros(1, np.int32), poisoned(1, np.int32), poisoned(1, np.int32)
-    with ql.Stream() as producer, ql.Stream() as consumer:
+    with ql.Stream("cpu") as producer, ql.Stream("cpu") as consumer:
         mod.slow_then_store[1, 1, 0, producer](x, y, 20_000_000)
         done = producer.record()
         consumer.wait(done)
@@ -116,7 +116,7 @@ def test_wait_on_event_across_streams(mod):
 
 def test_default_stream_waits_for_streams(mod):
     x, y, z = np.zeros(1, np.int32), poisoned(1, np.int32), poisoned(1, np.int32)
-    with ql.Stream() as s:
+    with ql.Stream("cpu") as s:
         mod.slow_then_store[1, 1, 0, s](x, y, 20_000_000)
         mod.slow_then_store[1, 1](y, z, 0)  # default stream: after the queued work
         assert z[0] == 2
@@ -125,7 +125,7 @@ def test_default_stream_waits_for_streams(mod):
 
 def test_failure_surfaces_at_the_next_synchronisation(mod):
     log, count = poisoned(10, np.int32), np.zeros(1, np.int32)
-    with ql.Stream() as bad, ql.Stream() as good:
+    with ql.Stream("cpu") as bad, ql.Stream("cpu") as good:
         mod.null_write[1, 4, 0, bad](None)
         mod.append[1, 1, 0, good](log, count, 7)
         good.synchronize()  # an unrelated stream is not poisoned
@@ -143,7 +143,7 @@ def test_failure_surfaces_at_the_next_synchronisation(mod):
 
 
 def test_closed_or_forged_streams_are_refused(mod):
-    s = ql.Stream()
+    s = ql.Stream("cpu")
     handle = s.handle
     s.close()
     x = np.zeros(1, np.int32)
@@ -169,7 +169,7 @@ def test_graph_replay_equals_eager(mod, rng):
     u0 = rng.random((n, n), dtype=np.float32)
     eager = heat_steps(mod, u0, steps, n)
     u, v = u0.copy(), np.empty_like(u0)
-    with ql.graph() as g:
+    with ql.graph(device="cpu") as g:
         for step in range(steps):
             a, b = (u, v) if step % 2 == 0 else (v, u)
             mod.heat[((n + 31) // 32, n), 32](a, b, n, 0.2)
@@ -177,7 +177,7 @@ def test_graph_replay_equals_eager(mod, rng):
     assert len(g) == steps and g.nodes[3].kernel is mod.heat and g.nodes[3].grid == (2, 64, 1)
     g.replay()
     np.testing.assert_array_equal(u, eager)
-    with ql.Stream() as s:  # replayed as queued work
+    with ql.Stream("cpu") as s:  # replayed as queued work
         u[...] = u0
         g.replay(s)
         s.synchronize()
@@ -187,7 +187,7 @@ def test_graph_replay_equals_eager(mod, rng):
 def test_graph_node_update(mod, rng):
     x0 = rng.standard_normal(1000).astype(np.float32)
     x = x0.copy()
-    with ql.graph() as g:
+    with ql.graph(device="cpu") as g:
         mod.scale[4, 256](x, 2.0, 1000)
         mod.scale[4, 256](x, 3.0, 1000)
     g.replay()
@@ -208,8 +208,8 @@ def test_graph_node_update(mod, rng):
 
 def test_graph_with_event_wait(mod):
     a, b, c = np.full(1, 5, np.int32), poisoned(1, np.int32), poisoned(1, np.int32)
-    with ql.Stream() as producer, ql.Stream() as s:
-        done = ql.Event()
+    with ql.Stream("cpu") as producer, ql.Stream("cpu") as s:
+        done = ql.Event("cpu")
         with ql.graph(stream=s) as g:
             s.wait(done)
             mod.slow_then_store[1, 1, 0, s](b, c, 0)  # c = b + 1, once b is written
@@ -224,18 +224,18 @@ def test_graph_with_event_wait(mod):
 def test_graph_misuse(mod):
     x = np.zeros(4, np.int32)
     with pytest.raises(ql.LaunchError, match=r"synchronize\(\) while a graph is being recorded"):
-        with ql.graph():
+        with ql.graph(device="cpu"):
             mod.append[1, 1](x, x[1:], 0)
             ql.device("cpu").synchronize()
-    with ql.Stream() as s:
+    with ql.Stream("cpu") as s:
         with pytest.raises(ql.LaunchError, match="while a graph is being recorded"):
-            with ql.graph():
+            with ql.graph(device="cpu"):
                 s.synchronize()
         with pytest.raises(ql.LaunchError, match="cannot nest"):
-            with ql.graph():
-                with ql.graph():
+            with ql.graph(device="cpu"):
+                with ql.graph(device="cpu"):
                     pass
-        g = ql.graph()
+        g = ql.graph(device="cpu")
         with pytest.raises(ql.LaunchError, match="not been recorded"):
             g.replay()
 
@@ -243,19 +243,19 @@ def test_graph_misuse(mod):
 def test_debug_launch_on_another_stream_during_a_recording(cpu):
     dbg = ql.compile(SOURCE, device=cpu, debug=True)
     x = np.zeros(4, np.int32)
-    with ql.Stream() as s:
+    with ql.Stream("cpu") as s:
         with pytest.raises(ql.LaunchValueError, match=r"kernel 'append' is launched on stream "
                            r"0x[0-9a-f]+ while a graph is being recorded on stream 0x0"):
-            with ql.graph():
+            with ql.graph(device="cpu"):
                 dbg.append[1, 1, 0, s](x, x[3:], 1)
-        with ql.graph() as g:  # on the graph's stream: recorded
+        with ql.graph(device="cpu") as g:  # on the graph's stream: recorded
             dbg.append[1, 1](x, x[3:], 1)
         assert len(g) == 1
 
 
 def test_debug_stream_launches_are_synchronous(cpu):
     dbg = ql.compile(SOURCE, device=cpu, debug=True)
-    with ql.Stream() as s:
+    with ql.Stream("cpu") as s:
         with pytest.raises(ql.LaunchError, match="kernel 'null_write'"):
             dbg.null_write[1, 4, 0, s](None)
 

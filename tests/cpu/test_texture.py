@@ -378,7 +378,7 @@ def test_graph_replays_read_the_texture_until_closed(mod):
     out = poisoned(32)
     t = ql.Texture(data)
     run = mod.fetch1d.configure(1, 32)
-    with ql.graph() as g:
+    with ql.graph(device=mod.device) as g:
         run(t, idx, out, 32)
     g.replay()
     ql.device("cpu").synchronize()

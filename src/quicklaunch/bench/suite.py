@@ -13,10 +13,16 @@
    (null driver)" (cuda/null_overhead.py: every CUDA launcher against a null
    libcuda, in a child process; ``null_driver=False`` or
    QUICKLAUNCH_BENCH_NULL_DRIVER=0 leaves it out).
+   Where torch or JAX is installed, also kernels inside their programs
+   (frameworks.py).
 2. Workload: quicklaunch.bench.cg.run (conjugate gradient on 2D Poisson, its
    implementations); when it is missing or raises, the section says why.
 3. results.json and the plots (plots.py) in ``out``; the table is
    suite_report.table(result). Schema: benchmarks/README.md.
+
+``skip`` leaves sections out (any of ``SECTIONS``; ``quicklaunch bench
+--skip``); quicklaunch's own launch rows always run. A skipped section is in
+results.json with "status": "skipped" and the reason.
 
 ``progress(done, total, what)`` is called as the run goes (total is 100).
 """
@@ -69,6 +75,9 @@ QL_ROWS = (
      "a METH_FASTCALL function taking the arguments and doing nothing"),
     ("python loop", "python loop", "reference", "the empty for-loop step every Python row pays"),
 )
+# the sections ``skip`` can leave out, and what each is
+SECTIONS = {"peers": "the peers' launch rows", "null": "the null-driver section",
+            "frameworks": "kernels inside torch and JAX programs", "cg": "the CG workload"}
 STAGES = {"launch": (0, 30), "peers": (30, 58), "null": (58, 65), "frameworks": (65, 65),
           "cg": (65, 95), "write": (95, 100)}
 
@@ -199,10 +208,29 @@ def cg_section(device: str, quick: bool, stage, runner=None) -> dict:
     return {"status": OK, "reason": "", **res}
 
 
+def check_skip(skip) -> frozenset:
+    """``skip`` as a set of section names; ValueError naming the valid ones
+    for anything else."""
+    if isinstance(skip, str):
+        skip = [skip]
+    names = frozenset(skip)
+    unknown = sorted(names - SECTIONS.keys())
+    if unknown:
+        raise ValueError(f"quicklaunch bench: no section named {', '.join(map(repr, unknown))} "
+                         f"to skip; the sections are {', '.join(SECTIONS)} (quicklaunch's "
+                         "own launch rows always run)")
+    return names
+
+
+def _skipped(title: str, name: str) -> dict:
+    return {"title": title, "status": SKIPPED, "rows": {}, "reason": f"left out (--skip {name})"}
+
+
 def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bool = False,
               progress=None, *, settings: dict | None = None, peers=None,
               peers_ref: str | None = None, peer_mode: str | None = None, cg_runner=None,
-              measure=None, plots: bool = True, null_driver: bool | None = None) -> dict:
+              measure=None, plots: bool = True, null_driver: bool | None = None,
+              skip=()) -> dict:
     """Runs every section, writes ``out``/results.json and the plots, and
     returns the result. ``settings`` overrides FULL/QUICK; ``peers`` (a list
     of harness.model.Source, with ``peers_ref`` naming it for child
@@ -210,8 +238,11 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
     "probed" on a GPU), ``cg_runner`` and ``measure`` replace the defaults
     (tests). ``null_driver``: run the null-driver section (default: when the
     device is not a GPU and QUICKLAUNCH_BENCH_NULL_DRIVER is not "0").
-    An unknown device raises DeviceError before anything runs."""
+    ``skip``: section names (SECTIONS) not to run.
+    An unknown device raises DeviceError, an unknown section ValueError,
+    before anything runs."""
     import quicklaunch as ql
+    skip = check_skip(skip)
     from .plots import write_plots
     t_start = time.monotonic()
     dev = ql.device(device)
@@ -226,6 +257,8 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
                   timespec="seconds"),
               "device": dev.name, "device_description": dev.description, "quick": quick,
               "machine": machine()}
+    if skip:
+        result["skipped"] = sorted(skip)
 
     # 1. quicklaunch's launch paths
     stage("launch", 0.0, "compiling")
@@ -249,7 +282,9 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
 
     # 2. the peers
     t0 = time.monotonic()
-    if peers is None:
+    if "peers" in skip:
+        peers, peers_ref = [], None
+    elif peers is None:
         peers_ref = PEERS.get(dev.kind)
         peers = load_sources(peers_ref) if peers_ref else []
     ctx = Context(device=dev.name, batch=BATCH)
@@ -268,7 +303,10 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
     if null_driver is None:      # test doubles for the launch rows: not asked for either
         null_driver = (not on_gpu and measure is None
                        and os.environ.get("QUICKLAUNCH_BENCH_NULL_DRIVER", "1") != "0")
-    if null_driver:
+    if null_driver and "null" in skip:
+        from .cuda import null_overhead
+        result["null_driver"] = _skipped(null_overhead.TITLE, "null")
+    elif null_driver:
         from .cuda import null_overhead
         stage("null", 0.0, "null CUDA driver")
         t0 = time.monotonic()
@@ -281,7 +319,10 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
         stage("null", 1.0, "done")
 
     # 2c. kernels inside torch / JAX programs, where they are installed (bench/frameworks.py)
-    if measure is None:
+    if measure is None and "frameworks" in skip:
+        from . import frameworks
+        result["frameworks"] = _skipped(frameworks.TITLE, "frameworks")
+    elif measure is None:
         from . import frameworks
         stage("frameworks", 0.0, "torch and JAX")
         t0 = time.monotonic()
@@ -295,7 +336,8 @@ def run_suite(device=None, out=os.path.join(".", "quicklaunch-bench"), quick: bo
 
     # 3. the workload
     t0 = time.monotonic()
-    result["cg"] = cg_section(dev.name, quick, stage, cg_runner)
+    result["cg"] = ({"status": SKIPPED, "reason": "left out (--skip cg)"} if "cg" in skip
+                    else cg_section(dev.name, quick, stage, cg_runner))
     seconds["cg"] = round(time.monotonic() - t0, 1)
 
     # versions, files
