@@ -100,6 +100,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("QUICKLAUNCH_CPU_CLAMP_SHIFTS", "0 or 1 (or no/yes, off/on, false/true)", _fission,
              "0: CPU shifts by the width or more as the host does them, not clamped as on "
              "a GPU (for measuring)"),
+    Variable("QUICKLAUNCH_CPU_PCH", "0 or 1 (or no/yes, off/on, false/true)", _fission,
+             "0: GCC builds of CPU kernels parse the shim's headers every time, without "
+             "its precompiled header"),
     Variable("QUICKLAUNCH_CUDA_VERSION", "a CUDA version such as 12.8 or 12.8.93",
              _cuda_version, "the CUDA version the CPU and HIP devices' version macros "
              "(CUDART_VERSION, ...) say, instead of the NVRTC wheel's"),

@@ -24,7 +24,7 @@ from ...host_code import device_part
 from ...signature import (KernelDecl, SignatureError, kernel_expressions, parse_kernels,
                           strip_comments)
 from ... import compile_hints, cuda_version
-from . import fission, loader, scan, shifts, tiers, toolchain
+from . import fission, loader, pch, scan, shifts, tiers, toolchain
 from .instantiations import rewrite_explicit_instantiations
 
 FORMAT = "cpu-module-14"
@@ -475,7 +475,15 @@ def _compile(tu: str, options, debug, source, origin, filename, key, defines=(),
         command = toolchain.build_command(compiler, src, out, (*defines, *options), debug)
         if logs is not None and "-w" not in options:   # warnings on, unless the user's -w
             command = [a for a in command if a != "-w"]   # (kept: module.compile_log)
+        header = pch.prepare(_cache, compiler, command, Path(tmp))
+        if header:   # ahead of the shim's own directory
+            at = command.index(str(toolchain.INCLUDE_DIR)) - 1
+            plain, command = command, command[:at] + header + command[at:]
         status, log = toolchain.run_compiler(command, Path(tmp))
+        if header and status != 0 and ("PCH" in log or ".gch" in log):   # unreadable to GCC
+            pch.forget(_cache, compiler, plain)
+            command = plain
+            status, log = toolchain.run_compiler(command, Path(tmp))
         if status != 0 or not out.exists():
             raise toolchain.compile_error("kernel source failed to compile for the CPU "
                                           "device", log, source,
