@@ -1,5 +1,5 @@
 """The shim's precompiled header (backends/cpu/pch.py): built beside a
-flag set's first compile, used by the ones after it, and never the cause of
+flag set's second compile, used by the ones after it, and never the cause of
 a different build or a failed one: a corrupt or unreadable header is a
 compile from the text. GCC only (clang finds precompiled headers by
 another rule and compiles from the text)."""
@@ -61,23 +61,38 @@ def _entries(cache):
     return sorted(p for p in root.rglob("*" + pch.SUFFIX)) if root.exists() else []
 
 
-def test_second_compile_uses_the_header_built_beside_the_first(cache, cpu, rng):
+_primed = iter(range(10**6))
+
+
+def _prime(cpu, tag, **kw):
+    """Two compiles of a flag set (the second starts its header's build),
+    and the build stored. Sources of their own: a module compiled before in
+    this process is not compiled again."""
+    n = next(_primed)
+    ql.compile(SAXPY % (0, f"{tag} one {n}"), device=cpu, **kw)
+    ql.compile(SAXPY % (0, f"{tag} two {n}"), device=cpu, **kw)
+    pch.wait()
+
+
+def test_third_compile_uses_the_header_built_beside_the_second(cache, cpu, rng):
     store, commands = cache
     first = ql.compile(SAXPY % (1, "first"), device=cpu)
-    assert not _used(commands[-1])   # the first compile did not wait for it
+    assert not pch._building            # a flag set seen once: no build
+    second = ql.compile(SAXPY % (2, "second"), device=cpu)
+    assert len(pch._building) == 1      # seen twice: built, not waited for
+    assert not _used(commands[-1]) and _entries(store) == []
     pch.wait()
     assert len(_entries(store)) == 1
-    second = ql.compile(SAXPY % (2, "second"), device=cpu)
+    third = ql.compile(SAXPY % (3, "third"), device=cpu)
     assert _used(commands[-1])
-    for mod, bump, n in ((first, 1, 1), (second, 2, 31), (second, 2, 1000)):
+    for mod, bump, n in ((first, 1, 1), (second, 2, 31), (third, 3, 32), (third, 3, 1000)):
         _check(mod, rng, n, bump)
 
 
 def test_debug_builds_have_their_own_header(cache, cpu, rng):
     store, commands = cache
-    ql.compile(SAXPY % (3, "release"), device=cpu)
-    ql.compile(SAXPY % (3, "debug"), device=cpu, debug=True)
-    pch.wait()
+    _prime(cpu, "release")
+    _prime(cpu, "debug", debug=True)
     assert len(_entries(store)) == 2
     dbg = ql.compile(SAXPY % (4, "debug again"), device=cpu, debug=True)
     assert _used(commands[-1]) and "-O0" in commands[-1]
@@ -86,8 +101,7 @@ def test_debug_builds_have_their_own_header(cache, cpu, rng):
 
 def test_corrupt_header_is_a_miss_and_rebuilt(cache, cpu, rng):
     store, commands = cache
-    ql.compile(SAXPY % (5, "a"), device=cpu)
-    pch.wait()
+    _prime(cpu, "a")
     (entry,) = _entries(store)
     data = bytearray(entry.read_bytes())
     data[len(data) // 2] ^= 0xFF
@@ -105,8 +119,7 @@ def test_a_header_gcc_cannot_use_changes_nothing(cache, cpu, rng):
     """A verified entry whose bytes are no precompiled header (or one made
     for other flags): GCC reads the shim's text."""
     store, commands = cache
-    ql.compile(SAXPY % (8, "a"), device=cpu)
-    pch.wait()
+    _prime(cpu, "a")
     (entry,) = _entries(store)
     key = entry.name[:-len(pch.SUFFIX)]
     store.put(pch.KIND, key, pch.SUFFIX, b"gpch" + bytes(range(256)) * 64)
@@ -122,8 +135,9 @@ def test_a_header_gcc_cannot_use_changes_nothing(cache, cpu, rng):
 def test_compile_errors_read_the_same_with_the_header(cache, cpu):
     store, commands = cache
     bad = SAXPY.replace("y[i] = a", "y[i] = __shfl_down_sync(x)") % (10, "bad")
-    with pytest.raises(ql.CompileError) as without:
-        ql.compile(bad, device=cpu)
+    for tag in ("a", "b"):
+        with pytest.raises(ql.CompileError) as without:
+            ql.compile(bad + f"// {tag}", device=cpu)
     pch.wait()
     assert _entries(store)
     with pytest.raises(ql.CompileError) as with_header:
@@ -139,29 +153,40 @@ def test_compile_errors_read_the_same_with_the_header(cache, cpu):
 def test_none_for_memcheck_or_when_turned_off(cache, cpu, monkeypatch, rng):
     store, commands = cache
     monkeypatch.setenv("QUICKLAUNCH_MEMCHECK", "1")
-    mod = ql.compile(SAXPY % (11, "memcheck"), device=cpu)
+    for tag in ("memcheck", "memcheck again"):
+        mod = ql.compile(SAXPY % (11, tag), device=cpu)
     assert "-include" in commands[-1]
+    assert not pch._building
     monkeypatch.delenv("QUICKLAUNCH_MEMCHECK")
     monkeypatch.setenv(pch.ENV, "0")
-    ql.compile(SAXPY % (12, "off"), device=cpu)
+    for tag in ("off", "off again"):
+        ql.compile(SAXPY % (12, tag), device=cpu)
     assert not pch._building
     pch.wait()
     assert _entries(store) == []
     _check(mod, rng, 17, 11)
 
 
-def test_a_build_running_at_exit_is_stopped_and_leaves_nothing(tmp_path):
+@pytest.mark.parametrize("wait", [3.0, 0.0])
+def test_a_build_running_at_exit_is_stored_or_stopped(tmp_path, wait):
+    """Exit waits for a running build (up to EXIT_WAIT s): stored, for the
+    next process; past it, the build is stopped. Either way no process or
+    temporary directory is left."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     code = ("import quicklaunch as ql\n"
-            f"ql.compile({SAXPY % (13, 'exit')!r}, device='cpu')\n"
             "from quicklaunch.backends.cpu import pch\n"
+            f"pch.EXIT_WAIT = {wait}\n"
+            f"ql.compile({SAXPY % (13, 'exit one')!r}, device='cpu')\n"
+            f"ql.compile({SAXPY % (13, 'exit two')!r}, device='cpu')\n"
             "print('building', len(pch._building))\n")
     env = {**os.environ, "QUICKLAUNCH_CACHE_DIR": str(tmp_path / "c"), "TMPDIR": str(tmp)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     assert "building 1" in out.stdout
+    stored = list((tmp_path / "c" / pch.KIND).rglob("*" + pch.SUFFIX))
+    assert len(stored) == (1 if wait else 0)
     assert [p.name for p in tmp.iterdir() if p.name.startswith("quicklaunch-pch-")] == []
     alive = subprocess.run(["pgrep", "-f", str(tmp)], capture_output=True, text=True)
     assert alive.stdout.strip() == ""
@@ -176,8 +201,9 @@ def test_output_poisoned_before_launch_is_overwritten(cache, cpu):
         if (i < n) out[i] = 3 * i + 1;
     }"""
     ql.compile(src + "// a", device=cpu)
+    ql.compile(src + "// b", device=cpu)
     pch.wait()
-    mod = ql.compile(src + "// b", device=cpu)
+    mod = ql.compile(src + "// c", device=cpu)
     assert _used(commands[-1])
     for n in (1, 31, 32, 257):
         out = poisoned(n, np.int32)

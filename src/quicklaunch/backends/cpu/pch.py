@@ -12,12 +12,16 @@ compile's own, searched first (``-isystem``).
   options it records, every macro the header uses) and reads the header
   itself when it does not match. A header that no longer fits costs time,
   never a different build.
-* A flag set's first compile does not wait: it starts the header's build
-  in a process beside it (its own process group) and compiles from the
-  text. A later compile in the same process stores the finished header in
-  the cache (atomically, with its integrity hash, as any entry), and every
-  compile after that, in any process, uses it. A build still running when
-  the process exits is stopped and leaves nothing.
+* The header is built for a flag set the second time one of its modules
+  is compiled (the first leaves a marker in the cache: a flag set used
+  once, such as a test's one-off options, costs no build). That compile
+  does not wait: it starts the build in a process beside it (its own
+  process group) and compiles from the text. The next compile in the same
+  process, or the process's exit, stores the finished header in the cache
+  (atomically, with its integrity hash, as any entry), and every compile
+  after that, in any process, uses it. At exit a build still running is
+  waited for up to EXIT_WAIT seconds in all, then stopped; it leaves
+  nothing behind.
 * Compiles that include something before the shim (``-include``: memcheck
   builds, a user's option) cannot use one, and none is built for them;
   neither for clang, whose precompiled headers are found by another rule.
@@ -31,15 +35,19 @@ import shutil
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 from ... import cache as cache_mod
+from ...cache import cache_key
 from . import toolchain
 
 ENV = "QUICKLAUNCH_CPU_PCH"
 HEADER = "cuda_shim.h"
 KIND = "cpu-pch"
 SUFFIX = ".gch"
+SEEN = ".seen"       # the marker of a flag set compiled once
+EXIT_WAIT = 3.0
 
 _lock = threading.Lock()
 # key -> (the build, its directory, the cache it goes to)
@@ -76,7 +84,7 @@ def _flags(command: list[str]) -> list[str] | None:
 
 
 def key_of(compiler: toolchain.Compiler, flags: list[str]) -> str:
-    return cache_mod.cache_key("cpu-pch-1", compiler.identity, "\0".join(flags),
+    return cache_key("cpu-pch-1", compiler.identity, "\0".join(flags),
                                toolchain.headers_digest_material())
 
 
@@ -103,11 +111,22 @@ def prepare(cache, compiler: toolchain.Compiler, command: list[str], tmp: Path) 
     except (OSError, cache_mod.CacheError):
         return []
     if data is None:
-        _start(cache, key, compiler, command)
+        try:
+            seen = cache.read(KIND, key, SEEN) is not None
+            if not seen:
+                cache.put(KIND, key, SEEN, b"")
+        except (OSError, cache_mod.CacheError):
+            return []
+        if seen:
+            _start(cache, key, compiler, command)
         return []
     where = tmp / "pch"
     where.mkdir()
     (where / (HEADER + ".gch")).write_bytes(data)
+    # GCC opens the header beside its precompiled one wherever it does not
+    # use that (a second #include of the shim, from cuda/std headers, or a
+    # header that does not fit): this one reads the shim's own.
+    (where / HEADER).write_text(f"#include_next <{HEADER}>\n")
     return ["-isystem", str(where)]
 
 
@@ -178,6 +197,17 @@ def wait() -> None:
 
 @atexit.register
 def _stop() -> None:
+    """At exit: the builds that finish within EXIT_WAIT seconds are stored,
+    the others stopped."""
+    deadline = time.monotonic() + EXIT_WAIT
+    with _lock:
+        procs = [b[0] for b in _building.values()]
+    for p in procs:
+        try:
+            p.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            pass
+    _collect()
     with _lock:
         pending = list(_building.values())
         _building.clear()
