@@ -53,6 +53,7 @@ _lock = threading.Lock()
 # key -> (the build, its directory, the cache it goes to)
 _building: dict[str, tuple[subprocess.Popen, str, object]] = {}
 _failed: set[str] = set()     # keys whose build failed in this process: not tried again
+_checked: dict[str, tuple] = {}   # header path -> the file whose hash was checked
 
 
 def _forked_child() -> None:
@@ -99,18 +100,18 @@ def usable(compiler: toolchain.Compiler, command: list[str]) -> str | None:
 
 def prepare(cache, compiler: toolchain.Compiler, command: list[str], tmp: Path) -> list[str]:
     """The arguments to insert before the shim's include directory in
-    `command`: ``-isystem <tmp>/pch`` with the verified header copied
-    there, or [] (the header is missing, being built, or cannot serve this
+    `command`: ``-isystem <tmp>/pch``, where the cache's header is linked,
+    or [] (the header is missing, being built, or cannot serve this
     compile; a missing one's build is started here)."""
     key = usable(compiler, command)
     if key is None:
         return []
     _collect()
     try:
-        data = cache.read(KIND, key, SUFFIX)
+        path = _verified_path(cache, key)
     except (OSError, cache_mod.CacheError):
         return []
-    if data is None:
+    if path is None:
         try:
             seen = cache.read(KIND, key, SEEN) is not None
             if not seen:
@@ -122,12 +123,31 @@ def prepare(cache, compiler: toolchain.Compiler, command: list[str], tmp: Path) 
         return []
     where = tmp / "pch"
     where.mkdir()
-    (where / (HEADER + ".gch")).write_bytes(data)
+    (where / (HEADER + ".gch")).symlink_to(path)
     # GCC opens the header beside its precompiled one wherever it does not
     # use that (a second #include of the shim, from cuda/std headers, or a
     # header that does not fit): this one reads the shim's own.
     (where / HEADER).write_text(f"#include_next <{HEADER}>\n")
     return ["-isystem", str(where)]
+
+
+def _verified_path(cache, key: str) -> str | None:
+    """The header's path in the cache, its integrity hash checked once per
+    process and file (24 MB: 80 ms to hash), or None on a miss or a corrupt
+    entry. The cache is the user's private directory (cache.py checks it),
+    and GCC checks what it reads as a precompiled header anyway."""
+    path = str(cache.path(KIND, key, SUFFIX))
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if _checked.get(path) == ident:
+        return path
+    if cache.read(KIND, key, SUFFIX) is None:
+        return None
+    _checked[path] = ident
+    return path
 
 
 def forget(cache, compiler: toolchain.Compiler, command: list[str]) -> None:
