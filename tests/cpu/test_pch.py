@@ -174,13 +174,23 @@ def test_a_build_running_at_exit_is_stored_or_stopped(tmp_path, wait):
     temporary directory is left."""
     tmp = tmp_path / "tmp"
     tmp.mkdir()
+    # The host compiler behind a wrapper that holds the header's build for
+    # 60 s where the exit is not to wait: the build is then surely running
+    # at exit, whatever the machine's speed.
+    gxx = toolchain.find_compiler().path
+    wrapper = tmp_path / "g++"
+    hold = "sleep 60" if not wait else ":"
+    wrapper.write_text('#!/bin/sh\ncase " $* " in *" c++-header "*) %s;; esac\n'
+                       'exec "%s" "$@"\n' % (hold, gxx))
+    wrapper.chmod(0o755)
     code = ("import quicklaunch as ql\n"
             "from quicklaunch.backends.cpu import pch\n"
             f"pch.EXIT_WAIT = {wait}\n"
             f"ql.compile({SAXPY % (13, 'exit one')!r}, device='cpu')\n"
             f"ql.compile({SAXPY % (13, 'exit two')!r}, device='cpu')\n"
             "print('building', len(pch._building))\n")
-    env = {**os.environ, "QUICKLAUNCH_CACHE_DIR": str(tmp_path / "c"), "TMPDIR": str(tmp)}
+    env = {**os.environ, "QUICKLAUNCH_CACHE_DIR": str(tmp_path / "c"), "TMPDIR": str(tmp),
+           "CXX": str(wrapper)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, timeout=300)
     assert out.returncode == 0, out.stderr
