@@ -434,6 +434,41 @@ static PyObject *launcher_fastcall(PyObject *self, PyObject *const *args, Py_ssi
     return launcher_vectorcall(self, args, (size_t)nargs, kwnames);
 }
 
+/* The general function, called from the planned one below: out of line, so
+ * that the planned one's frame stays its own. */
+static __attribute__((noinline, cold)) PyObject *launcher_general(
+    PyObject *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames) {
+    return launcher_vectorcall(self, args, (size_t)nargs, kwnames);
+}
+
+/* The launch function of a Launcher whose backend planned its configuration
+ * (make_launcher binds it then): the general function's launch with what the
+ * plan makes constant left out (grid, block, shared size, stream and the GIL
+ * test are the plan's). Keywords, a wrong argument count and ql.trace or
+ * ql.graph hooks take the general function, which raises or handles them. */
+static PyObject *launcher_planned_fastcall(PyObject *self, PyObject *const *args,
+                                           Py_ssize_t nargs, PyObject *kwnames) {
+    Launcher *l = (Launcher *)self;
+    KernelCore *k = l->kernel;
+    if (__builtin_expect(kwnames != NULL || (uint32_t)nargs != k->nparams ||
+                         slow_hooks != NULL, 0))
+        return launcher_general(self, args, nargs, kwnames);
+    char raw[QL_MAX_PARAM_BYTES + 64]; /* aligned by hand, as in do_launch */
+    char *params = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    void *ptrs[QL_MAX_PARAMS];
+    pack_ctx c;
+    c.nviews = c.hold_gil = 0;
+    int status = pack_args(k, args, params, ptrs, &c);
+    if (__builtin_expect(status == 0, 1)) {
+        status = l->planned(l->plan, ptrs);
+        if (__builtin_expect(status != 0, 0))
+            status = launch_failed(k, l->grid, l->block, l->shared, l->stream, ptrs, status);
+    }
+    release_views(&c);
+    if (__builtin_expect(status != 0, 0)) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* The Launcher object itself, called: its tp_vectorcall. */
 static PyObject *launcher_vectorcall_entry(PyObject *self, PyObject *const *args,
                                            size_t nargsf, PyObject *kwnames) {

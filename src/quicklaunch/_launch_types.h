@@ -188,7 +188,8 @@ static PyObject *make_launcher(KernelCore *k, PyObject *grid_o, PyObject *block_
         l->planned = k->plan(k->func, dims, (unsigned)shared, stream, l->plan, QL_PLAN_BYTES);
     }
     l->def.ml_name = PyUnicode_AsUTF8(k->name); /* lives as long as the kernel */
-    l->def.ml_meth = (PyCFunction)(void (*)(void))launcher_fastcall;
+    l->def.ml_meth = l->planned ? (PyCFunction)(void (*)(void))launcher_planned_fastcall
+                                : (PyCFunction)(void (*)(void))launcher_fastcall;
     l->def.ml_flags = METH_FASTCALL | METH_KEYWORDS;
     l->def.ml_doc = "Launches the kernel with this configuration; pass the kernel's "
                     "arguments by position. __self__ is the Launcher.";

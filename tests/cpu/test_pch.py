@@ -31,6 +31,7 @@ def cache(tmp_path, monkeypatch):
     """A private cache (so every flag set starts without a header) and a
     record of each compile's command."""
     pch.wait()   # builds left by other tests go to their caches first
+    monkeypatch.delenv(pch.ENV, raising=False)   # on, whatever the suite runs with
     monkeypatch.setattr(compiler, "_cache", compiler.cache_mod.CompileCache(tmp_path / "c"))
     commands = []
     real = toolchain.run_compiler
@@ -189,7 +190,7 @@ def test_a_build_running_at_exit_is_stored_or_stopped(tmp_path, wait):
             f"ql.compile({SAXPY % (13, 'exit one')!r}, device='cpu')\n"
             f"ql.compile({SAXPY % (13, 'exit two')!r}, device='cpu')\n"
             "print('building', len(pch._building))\n")
-    env = {**os.environ, "QUICKLAUNCH_CACHE_DIR": str(tmp_path / "c"), "TMPDIR": str(tmp),
+    env = {**{k: v for k, v in os.environ.items() if k != pch.ENV}, "QUICKLAUNCH_CACHE_DIR": str(tmp_path / "c"), "TMPDIR": str(tmp),
            "CXX": str(wrapper)}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, timeout=300)

@@ -137,3 +137,43 @@ def test_planned_arguments_are_still_checked(mod):
         ro.flags.writeable = False
         run(1.0, ro, ro, 4)
     assert np.isnan(y).all()
+
+
+DEFAULTS = r"""
+extern "C" __global__ void scale_n(float *y, float a = 3.0f, int n = 5) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] *= a;
+}
+"""
+
+
+def test_planned_launcher_hands_the_rest_to_the_general_path(mod, cpu, rng):
+    """A planned launcher's own function takes only positional calls with
+    every argument and no hooks; keywords, a wrong count, defaults and
+    ql.trace go to the general path and behave as there."""
+    run = mod.axpb.configure(1, 7)
+    assert run.__self__.planned
+    x = rng.standard_normal(7).astype(np.float32)
+    y = poisoned(7, np.float32)
+    with pytest.raises(ql.LaunchTypeError, match="axpb.*by position"):
+        run(2.0, x, y, n=7)
+    with pytest.raises(ql.LaunchTypeError, match="axpb.*takes 4 arguments.*got 3"):
+        run(2.0, x, y)
+    assert np.isnan(y).all()
+    with ql.trace() as t:
+        run(2.0, x, y, 7)
+    assert [e["name"] for e in t.events] == ["axpb"]
+    np.testing.assert_array_equal(y, np.float32(2.0) * x)
+    run(0.5, x, y, 7)              # after the trace: the planned path again
+    np.testing.assert_array_equal(y, np.float32(0.5) * x)
+
+    dmod = ql.compile(DEFAULTS, device=cpu)
+    drun = dmod.scale_n.configure(1, 8)
+    assert drun.__self__.planned
+    base = rng.standard_normal(8).astype(np.float32)
+    y = base.copy()
+    drun(y)                        # a and n from their defaults
+    np.testing.assert_array_equal(y, np.where(np.arange(8) < 5, base * np.float32(3), base))
+    y = base.copy()
+    drun(y, 2.0, 8)
+    np.testing.assert_array_equal(y, base * np.float32(2))

@@ -35,19 +35,27 @@ extern __thread int ql_thread_ready QL_TLS;
  * thread's stack bounds, and, the first time in the process, the handlers. */
 void ql_fault_setup_thread(void);
 
-/* kernel->run(params, dims, first, last), with faults recovered. */
+/* kernel->run(params, dims, first, last), with faults recovered: a macro,
+ * so that a caller on the hot path (runtime.c's planned launch) marks the
+ * recovery point in its own frame (GCC does not inline a function that
+ * calls __builtin_setjmp). */
+#define QL_RUN_GUARDED(k, params, d, first, last)                      \
+    do {                                                                \
+        ql_guard ql_g_;                                                 \
+        ql_g_.kernel = (k);                                             \
+        ql_g_.dims = (d);                                               \
+        if (__builtin_setjmp(ql_g_.jump) == 0) {                        \
+            ql_active_guard = &ql_g_;                                   \
+            (k)->run((params), (d), (first), (last));                   \
+        }                                                               \
+        ql_active_guard = 0;                                            \
+    } while (0)
+
 static __attribute__((noinline, unused)) void ql_run_guarded(const ql_cpu_kernel *k,
                                                             void **params,
                                                             const ql_cpu_dims *d,
                                                             uint64_t first, uint64_t last) {
-    ql_guard g;
-    g.kernel = k;
-    g.dims = d;
-    if (__builtin_setjmp(g.jump) == 0) {
-        ql_active_guard = &g;
-        k->run(params, d, first, last);
-    }
-    ql_active_guard = 0;
+    QL_RUN_GUARDED(k, params, d, first, last);
 }
 
 #endif

@@ -68,7 +68,7 @@ static int launch_planned(const void *plan, void **params) {
     err.code = err.ready = 0;
     ql_cpu_dims d = p->dims;
     d.error = &err;
-    ql_run_guarded(p->kernel, params, &d, 0, p->nblocks);
+    QL_RUN_GUARDED(p->kernel, params, &d, 0, p->nblocks); /* in this frame: no call */
     return err.code ? ql_cpu_failed_launch(&err) : QL_CPU_SUCCESS;
 }
 
