@@ -8,8 +8,8 @@
  * Names that glibc's <math.h> declares without exporting (__expf, __logf,
  * __sinf, ...) or that newer C libraries may declare (rsqrtf, sinpif, ...)
  * are implemented as ql_* functions and mapped with a macro, so they both
- * compile and link. fminf/fmaxf/fmin/fmax are mapped too: the libm calls
- * stop GCC from vectorising a loop, the inline versions do not. */
+ * compile and link. fminf/fmaxf/fmin/fmax and expf are mapped too: the libm
+ * calls stop GCC from vectorising a loop, the inline versions do not. */
 #ifndef QL_MATH_H
 #define QL_MATH_H
 
@@ -227,10 +227,16 @@ QL_FN float rnorm4df(float a, float b, float c, float d) { return 1.0f / norm4df
 QL_FN double rhypot(double a, double b) { return 1.0 / hypot(a, b); }
 QL_FN float rhypotf(float a, float b) { return (float)(1.0 / hypot((double)a, (double)b)); }
 
+/* ------------------------------------------------------------------ expf */
+/* The shim's own expf (ql_exp.h): inline and vectorisable, unlike libm's. */
+#include "ql_exp.h"
+namespace std { using ::ql_expf; }
+#define expf ql_expf
+
 /* ------------------------------------------- fast-math intrinsics (__expf) */
 /* CUDA's versions trade accuracy for speed; the libm ones are more accurate,
  * which CUDA's error bounds allow. */
-QL_FN float ql___expf(float x) { return expf(x); }
+QL_FN float ql___expf(float x) { return ql_expf(x); }
 QL_FN float ql___exp10f(float x) { return exp10f(x); }
 QL_FN float ql___logf(float x) { return logf(x); }
 QL_FN float ql___log2f(float x) { return log2f(x); }
