@@ -2,6 +2,7 @@
 launchers, graph nodes and buffers are gone is dlclosed, its mappings leave
 /proc/self/maps, and thousands of loads keep mappings, descriptors and RSS
 flat. Work queued on a stream keeps the code mapped until it has run."""
+import ctypes
 import gc
 import os
 import uuid
@@ -279,3 +280,58 @@ def test_reloading_a_module_that_stayed_mapped_takes_one_descriptor(cpu, monkeyp
         del again
         collect()
     assert fds() - before <= 3
+
+
+
+def _next_descriptor_is(number: int) -> list[int]:
+    """Fills every free descriptor number below `number` (returned, for the
+    caller to close): the next open gets `number` when it is free."""
+    held = []
+    while True:
+        fd = os.open(os.devnull, os.O_RDONLY)
+        if fd >= number:
+            os.close(fd)
+            return held
+        held.append(fd)
+
+
+def _loaded_file(lib) -> tuple[int, int]:
+    """(device, inode) of the file the library holding lib's kernel table
+    was mapped from: what dlopen really returned."""
+    table = loader._Module.in_dll(lib, "__ql_module")
+    info = loader._DlInfo()
+    assert loader._dladdr(ctypes.addressof(table), ctypes.byref(info))
+    st = os.stat(info.dli_fname.decode())
+    return st.st_dev, st.st_ino
+
+
+def test_a_dropped_second_load_of_a_file_lends_its_number_to_no_other_module(cpu):
+    """The same cache entry loaded twice (a second ql.compile of a source
+    while the first module lives), the second load dropped: a module opened
+    next under that load's descriptor number is itself, not the first module
+    by an alias name (dlopen keeps one for a file it had loaded)."""
+    first = ql.compile(src(4000), device=cpu)
+    for i in range(3):
+        again, kernels = loader.load(first._path)
+        assert _loaded_file(again) == _loaded_file(first._library)
+        number = again.fd
+        del again, kernels
+        collect()
+        other = ql.compile(src(4100 + i), device=cpu)
+        other_path = other._path
+        del other
+        collect()
+        held = _next_descriptor_is(number)
+        try:
+            lib, kernels = loader.load(other_path)   # opened at `number`
+        finally:
+            for fd in held:
+                os.close(fd)
+        st = os.stat(other_path)
+        assert _loaded_file(lib) == (st.st_dev, st.st_ino)
+        assert [k.expr for k in kernels] == ["put"]
+        del lib, kernels
+        collect()
+    x = np.zeros(32, np.int32)
+    first.put[1, 32](x)
+    assert x[0] == 4000

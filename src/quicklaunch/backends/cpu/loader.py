@@ -130,15 +130,41 @@ class Library(ctypes.CDLL):
     the compiler; ``name`` is the /proc/<pid>/fd path it was loaded as."""
 
     def __init__(self, fd: int, shown: str):
-        fd = _fresh_name(fd)
-        name = f"/proc/{os.getpid()}/fd/{fd}"
-        super().__init__(name, mode=ctypes.RTLD_LOCAL | getattr(ctypes, "RTLD_NOW", 2))
+        with _load_lock:
+            try:
+                st = os.fstat(fd)
+                file_id = (st.st_dev, st.st_ino)
+                # The file already loaded (the same cache entry again): opened
+                # by the name it was loaded as. Under a new name, dlopen would
+                # find the loaded file by its device and inode and keep the new
+                # name as an alias of it, which the name check cannot see: once
+                # this descriptor closed and its number came back, the next
+                # module opened by that name would be handed this one.
+                loaded = _loaded_name(file_id)
+                if loaded is None:
+                    fd = _fresh_name(fd)
+                own = f"/proc/{os.getpid()}/fd/{fd}"
+                name = loaded or own
+                super().__init__(name, mode=ctypes.RTLD_LOCAL | getattr(ctypes, "RTLD_NOW", 2))
+            except BaseException:
+                os.close(fd)   # the caller's descriptor, or _fresh_name's duplicate of it
+                raise
+            got = _link_map_name(self._handle)
+            if got != name:   # an alias all the same: its number stays taken
+                _pinned.append(fd)
+                if _file_id_of(got) != file_id:
+                    _ctypes.dlclose(self._handle)
+                    raise OSError(f"dlopen of {shown} returned another library ({got})")
+                fd = os.dup(fd)
+                own = f"/proc/{os.getpid()}/fd/{fd}"
+            elif loaded is None:
+                _by_file[file_id] = name
         self.fd = fd
         self.shown = shown
         self.kernels: list = []
         self.meta: dict = {}
         self.path = shown
-        fin = weakref.finalize(self, _unload, self._handle, fd, name)
+        fin = weakref.finalize(self, _unload, self._handle, fd, own)
         fin.atexit = False    # at exit the process unmaps everything anyway
 
     def image(self) -> bytes:
@@ -160,6 +186,46 @@ _unloads = 0                           # libraries dlclosed so far (for tests)
 # kept open, so their /proc/<pid>/fd/<n> names are never given to another
 # module (dlopen would hand back the old one by its name).
 _pinned: list[int] = []
+_load_lock = threading.Lock()
+# (st_dev, st_ino) of each file a module was loaded from -> the name it was
+# loaded as (a stale row is dropped when read: _loaded_name).
+_by_file: dict[tuple[int, int], str] = {}
+_libc_dlinfo = ctypes.CDLL(None).dlinfo
+_libc_dlinfo.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p]
+_libc_dlinfo.restype = ctypes.c_int
+_RTLD_DI_LINKMAP = 2
+
+
+def _link_map_name(handle: int) -> str | None:
+    """The name of the library a dlopen handle is (its link map's l_name,
+    the second field of <link.h>'s public struct link_map)."""
+    lm = ctypes.c_void_p()
+    if _libc_dlinfo(handle, _RTLD_DI_LINKMAP, ctypes.byref(lm)) != 0 or not lm.value:
+        return None
+    raw = ctypes.c_char_p.from_address(lm.value + ctypes.sizeof(ctypes.c_void_p)).value
+    return raw.decode() if raw is not None else None
+
+
+def _file_id_of(name: str | None) -> tuple[int, int] | None:
+    try:
+        st = os.stat(name) if name else None
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino) if st else None
+
+
+def _loaded_name(file_id: tuple[int, int]) -> str | None:
+    """The name a still-mapped module from this file was loaded as, while
+    that name still leads to the file; else None (the row is dropped)."""
+    name = _by_file.get(file_id)
+    if name is None:
+        return None
+    if _file_id_of(name) == file_id and _loaded_as(name):
+        return name
+    del _by_file[file_id]
+    return None
+
+
 class _PhdrInfo(ctypes.Structure):
     _fields_ = [("addr", ctypes.c_void_p), ("name", ctypes.c_char_p)]
 
@@ -247,11 +313,7 @@ def load_fd(fd: int, shown: str, image: bytes | None = None) -> tuple[Library, l
     this ABI version (the caller treats both as a cache miss; fd is closed).
     """
     reap()
-    try:
-        lib = Library(fd, shown)
-    except BaseException:
-        os.close(fd)
-        raise
+    lib = Library(fd, shown)   # which closes or keeps fd when it fails
     table = _Module.in_dll(lib, "__ql_module")
     if table.abi_version != ABI_VERSION:
         raise ValueError(f"kernel module ABI {table.abi_version}, expected {ABI_VERSION}")
