@@ -40,13 +40,18 @@ void ql_fault_setup_thread(void);
  * recovery point in its own frame (GCC does not inline a function that
  * calls __builtin_setjmp). */
 #define QL_RUN_GUARDED(k, params, d, first, last)                      \
+    QL_CALL_GUARDED(k, d, (k)->run((params), (d), (first), (last)))
+
+/* `call`, a call of kernel k's code for the launch d (its run or its small
+ * entry), with faults recovered. */
+#define QL_CALL_GUARDED(k, d, call)                                     \
     do {                                                                \
         ql_guard ql_g_;                                                 \
         ql_g_.kernel = (k);                                             \
         ql_g_.dims = (d);                                               \
         if (__builtin_setjmp(ql_g_.jump) == 0) {                        \
             ql_active_guard = &ql_g_;                                   \
-            (k)->run((params), (d), (first), (last));                   \
+            call;                                                       \
         }                                                               \
         ql_active_guard = 0;                                            \
     } while (0)

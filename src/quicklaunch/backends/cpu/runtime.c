@@ -47,6 +47,7 @@ QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
  * default stream. What a launcher keeps in its plan bytes (opaque there). */
 typedef struct ql_cpu_plan {
     const ql_cpu_kernel *kernel;
+    ql_cpu_small_fn small;   /* the kernel's small entry, for a launch it fits */
     uint64_t nblocks;
     ql_cpu_dims dims;        /* error is filled in per launch */
 } ql_cpu_plan;
@@ -69,6 +70,21 @@ static int launch_planned(const void *plan, void **params) {
     ql_cpu_dims d = p->dims;
     d.error = &err;
     QL_RUN_GUARDED(p->kernel, params, &d, 0, p->nblocks); /* in this frame: no call */
+    return err.code ? ql_cpu_failed_launch(&err) : QL_CPU_SUCCESS;
+}
+
+/* A plan of one block of a few threads, of a kernel with a small entry:
+ * launch_planned, calling that entry instead of `run`. */
+static int launch_planned_small(const void *plan, void **params) {
+    const ql_cpu_plan *p = (const ql_cpu_plan *)plan;
+    if (__builtin_expect(atomic_load_explicit(&ql_async_pending, memory_order_relaxed), 0))
+        return launch_planned(plan, params);
+    if (__builtin_expect(!ql_thread_ready, 0)) ql_fault_setup_thread();
+    ql_cpu_error err;
+    err.code = err.ready = 0;
+    ql_cpu_dims d = p->dims;
+    d.error = &err;
+    QL_CALL_GUARDED(p->kernel, &d, p->small(params, &d));
     return err.code ? ql_cpu_failed_launch(&err) : QL_CPU_SUCCESS;
 }
 
@@ -97,5 +113,9 @@ QL_EXPORT ql_cpu_planned_fn ql_cpu_plan_launch(void *f, const unsigned dims[6],
         p->dims.block[i] = dims[3 + i];
     }
     p->dims.shared_bytes = shared_bytes;
+    if (k->small && nblocks == 1 && dims[3] < 32 && dims[4] == 1 && dims[5] == 1) {
+        p->small = k->small;
+        return launch_planned_small;
+    }
     return launch_planned;
 }

@@ -22,7 +22,7 @@
 extern "C" {
 #endif
 
-#define QL_CPU_ABI_VERSION 4u
+#define QL_CPU_ABI_VERSION 5u
 
 /* One parameter as the compiler reflects it; `kind` is an enum ql_kind. */
 typedef struct ql_cpu_param {
@@ -113,6 +113,15 @@ typedef struct ql_cpu_device_exit {
 typedef void (*ql_cpu_run_fn)(void **params, const ql_cpu_dims *dims,
                               uint64_t first, uint64_t last);
 
+/* Runs a whole launch of one block of fewer than 32 threads in one row
+ * (grid 1x1x1, block bx x 1 x 1, bx < 32), which has not failed yet: what
+ * `run(params, dims, 0, 1)` does for it, without the block loop and without
+ * run's own frame. The runtime's planned launch calls it directly
+ * (ql_cpu_plan_launch checks the shape once). NULL where a launch needs
+ * `run`: kernels in tiers 2 and 3, modules that can stop a thread (their run
+ * marks where an assert returns to), debug and memcheck builds. */
+typedef void (*ql_cpu_small_fn)(void **params, const ql_cpu_dims *dims);
+
 typedef struct ql_cpu_kernel {
     const char *expr;            /* the name or name expression it was built from */
     void *function;              /* the kernel function itself (for its symbol name) */
@@ -121,6 +130,7 @@ typedef struct ql_cpu_kernel {
     uint32_t tier;               /* 1: a loop over threads; 2: needs fibers */
     const ql_cpu_param *params;
     ql_cpu_fault_fn fault;       /* see ql_cpu_fault */
+    ql_cpu_small_fn small;       /* see ql_cpu_small_fn; may be NULL */
 } ql_cpu_kernel;
 
 typedef struct ql_cpu_module {

@@ -217,6 +217,12 @@ struct entry<void (*)(A...), F> {
                                                                 uint64_t first, unsigned bx,
                                                                 A... a) {
         if (failed(d)) return;
+        block_of_few(d, first, bx, a...);
+    }
+    // The same block, of a launch known not to have failed (a planned one).
+    static inline __attribute__((always_inline)) void block_of_few(const ql_cpu_dims *d,
+                                                                   uint64_t first, unsigned bx,
+                                                                   A... a) {
         if (__builtin_expect(d->shared_bytes != 0, 0)) set_dyn_shared(d->shared_bytes);
         gridDim = dim3(d->grid[0], d->grid[1], d->grid[2]);
         blockDim = dim3(bx, 1u, 1u);
@@ -291,6 +297,20 @@ struct entry<void (*)(A...), F> {
                                                 uint64_t first) {
         one_block(d, first, d->block[0], *static_cast<typename strip_ref<A>::type *>(p[I])...);
     }
+#ifndef QL_ABORTS
+    // The table's `small` entry (ql_cpu_small_fn): a planned launch of one
+    // block of a few threads calls it directly, past `run` (empty launch:
+    // 15 instructions fewer), and the launch is new, so not failed.
+    template <unsigned... I>
+    static inline __attribute__((always_inline)) void planned(seq<I...>, void **p,
+                                                              const ql_cpu_dims *d) {
+        block_of_few(d, 0, d->block[0], *static_cast<typename strip_ref<A>::type *>(p[I])...);
+    }
+    static void small_launch(void **p, const ql_cpu_dims *d) {
+        planned(typename make_seq<sizeof...(A)>::type(), p, d);
+    }
+#define QL_SMALL_ENTRY 1
+#endif
     static inline bool is_small(const ql_cpu_dims *d, uint64_t first, uint64_t last) {
         return last == first + 1 && d->block[0] < 32 && d->block[1] == 1 &&
                d->block[2] == 1 && first < d->grid[0];
@@ -453,21 +473,27 @@ struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
 // expression such as &scale<float, 5> holds commas.
 #define QL_RUN_1 run
 #define QL_RUN_2 run_fibers
+#ifdef QL_SMALL_ENTRY   /* tier 1 has a small entry; fibers never */
+#define QL_SMALL_1(...) QL_ENTRY(__VA_ARGS__)::small_launch
+#else
+#define QL_SMALL_1(...) nullptr
+#endif
+#define QL_SMALL_2(...) nullptr
 #define QL_KERNEL(name_text, tier, ...)                                        \
     {name_text, reinterpret_cast<void *>(__VA_ARGS__), QL_ENTRY(__VA_ARGS__)::QL_RUN_##tier, \
      (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, tier##u, QL_ENTRY(__VA_ARGS__)::params, \
-     ::ql_export::fault<tier##u>},
+     ::ql_export::fault<tier##u>, QL_SMALL_##tier(__VA_ARGS__)},
 // A fission row (tier 3 in the table): the kernel's reflection, the
 // generated per-block function's entry (a ql_export::fission type).
 #define QL_KERNEL_FISSION(name_text, fission_entry, ...)                       \
     {name_text, reinterpret_cast<void *>(__VA_ARGS__), fission_entry::run,       \
      (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, 3u, QL_ENTRY(__VA_ARGS__)::params, \
-     ::ql_export::fault<3u>},
+     ::ql_export::fault<3u>, nullptr},
 // The table around the rows, closed by a sentinel row, and the module's one
 // export, __ql_module (see ql_cpu_abi.h).
 #define QL_MODULE_BEGIN static const ql_cpu_kernel ql_kernel_table[] = {
 #define QL_MODULE_END(count)                                                   \
-    {0, 0, 0, 0, 0, 0, 0}};                                                    \
+    {0, 0, 0, 0, 0, 0, 0, 0}};                                                    \
     extern "C" __attribute__((visibility("default")))                         \
     const ql_cpu_module __ql_module = {QL_CPU_ABI_VERSION, (count), ql_kernel_table};
 
