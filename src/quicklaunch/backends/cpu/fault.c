@@ -267,7 +267,7 @@ static void on_fault(int sig, siginfo_t *si, void *ucv) {
     memset(&f, 0, sizeof f);
     f.address = (uintptr_t)si->si_addr;
     g->kernel->fault(&f);
-    report(g->dims->error, sig, si, uc, &f);
+    report(g->error, sig, si, uc, &f);
     /* Leaving by a jump, not a return: unblock what the kernel's code had
      * unblocked, or the next fault on this thread would kill the process. */
     pthread_sigmask(SIG_SETMASK, &uc->uc_sigmask, 0);

@@ -19,7 +19,7 @@
 typedef struct ql_guard {
     void *jump[5];                   /* __builtin_setjmp's buffer */
     const ql_cpu_kernel *kernel;
-    const ql_cpu_dims *dims;
+    ql_cpu_error *error;             /* the launch's error record */
 } ql_guard;
 
 /* Initial-exec TLS: a plain %fs-relative access, no __tls_get_addr call. A
@@ -40,15 +40,15 @@ void ql_fault_setup_thread(void);
  * recovery point in its own frame (GCC does not inline a function that
  * calls __builtin_setjmp). */
 #define QL_RUN_GUARDED(k, params, d, first, last)                      \
-    QL_CALL_GUARDED(k, d, (k)->run((params), (d), (first), (last)))
+    QL_CALL_GUARDED(k, (d)->error, (k)->run((params), (d), (first), (last)))
 
-/* `call`, a call of kernel k's code for the launch d (its run or its small
- * entry), with faults recovered. */
-#define QL_CALL_GUARDED(k, d, call)                                     \
+/* `call`, a call of kernel k's code (its run or its small entry), with
+ * faults recovered and reported in the error record `err`. */
+#define QL_CALL_GUARDED(k, err, call)                                   \
     do {                                                                \
         ql_guard ql_g_;                                                 \
         ql_g_.kernel = (k);                                             \
-        ql_g_.dims = (d);                                               \
+        ql_g_.error = (err);                                            \
         if (__builtin_setjmp(ql_g_.jump) == 0) {                        \
             ql_active_guard = &ql_g_;                                   \
             call;                                                       \

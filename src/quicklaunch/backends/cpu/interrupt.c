@@ -163,7 +163,7 @@ static void device_exit(ql_guard *g, const ql_cpu_device_exit *x, const ucontext
     memset(&f, 0, sizeof f);
     f.at_call = 1;
     g->kernel->fault(&f);
-    ql_cpu_error *e = g->dims->error;
+    ql_cpu_error *e = g->error;
     int expected = 0;
     if (__atomic_compare_exchange_n(&e->code, &expected, QL_CPU_ERROR_LAUNCH_FAILED, 0,
                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
@@ -206,7 +206,7 @@ void ql_on_stop(int sig, siginfo_t *si, void *ucv) {
     const uint32_t r = atomic_load(&round_id);
     const int reason = round_reason;
     ql_cpu_error *target = round_target;
-    if (!g || !reason || (target && (g->dims->error != target || !round_owner ||
+    if (!g || !reason || (target && (g->error != target || !round_owner ||
                                      atomic_load(&round_owner->watch_seq) != round_seq))) {
         me->error = 0;
         atomic_store(&me->acked, r);
@@ -219,7 +219,7 @@ void ql_on_stop(int sig, siginfo_t *si, void *ucv) {
     ql_cpu_fault f;
     memset(&f, 0, sizeof f);
     g->kernel->fault(&f); /* where it was; the module drops the block */
-    ql_cpu_error *e = g->dims->error;
+    ql_cpu_error *e = g->error;
     memcpy(me->block, f.block, sizeof me->block);
     me->error = e;
     int expected = 0;

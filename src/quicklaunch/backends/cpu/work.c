@@ -114,7 +114,7 @@ int run_graph(graph *g, char *message) {
                 err.code = err.ready = 0;
                 w->run_dims.error = &err;
                 guard.kernel = w->k;
-                guard.dims = &w->run_dims;
+                guard.error = &err;
                 if (timeout_ns) ql_watch_begin(&err, timeout_ns, source);
                 ql_active_guard = &guard;
                 w->k->run(w->ptrs, &w->run_dims, 0, w->nblocks);

@@ -117,7 +117,9 @@ typedef void (*ql_cpu_run_fn)(void **params, const ql_cpu_dims *dims,
  * (grid 1x1x1, block bx x 1 x 1, bx < 32), which has not failed yet: what
  * `run(params, dims, 0, 1)` does for it, without the block loop and without
  * run's own frame. The runtime's planned launch calls it directly
- * (ql_cpu_plan_launch checks the shape once). NULL where a launch needs
+ * (ql_cpu_plan_launch checks the shape once), with the plan's dims, whose
+ * `error` is NULL: a small entry reads no error record (faults reach the
+ * launch's through the runtime's guard). NULL where a launch needs
  * `run`: kernels in tiers 2 and 3, modules that can stop a thread (their run
  * marks where an assert returns to), debug and memcheck builds. */
 typedef void (*ql_cpu_small_fn)(void **params, const ql_cpu_dims *dims);
