@@ -49,7 +49,7 @@ typedef int (*ql_launch_fn)(void *f, unsigned gx, unsigned gy, unsigned gz,
 typedef int (*ql_planned_fn)(const void *plan, void **params);
 typedef ql_planned_fn (*ql_plan_fn)(void *f, const unsigned dims[6], unsigned shared,
                                     void *stream, void *plan, unsigned cap);
-#define QL_PLAN_BYTES 96
+#define QL_PLAN_BYTES 64
 
 /* Exceptions, registered from quicklaunch.errors at import. */
 static PyObject *LaunchError, *LaunchTypeError, *LaunchValueError, *LaunchOverflowError;

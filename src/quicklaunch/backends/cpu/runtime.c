@@ -47,9 +47,8 @@ QL_EXPORT int ql_cpu_launch(void *f, unsigned gx, unsigned gy, unsigned gz,
  * default stream. What a launcher keeps in its plan bytes (opaque there). */
 typedef struct ql_cpu_plan {
     const ql_cpu_kernel *kernel;
-    ql_cpu_small_fn small;   /* the kernel's small entry, for a launch it fits */
     uint64_t nblocks;
-    ql_cpu_dims dims;        /* error is filled in per launch */
+    ql_cpu_dims dims;        /* error: filled in per launch (a small one has none) */
 } ql_cpu_plan;
 
 typedef int (*ql_cpu_planned_fn)(const void *plan, void **params);
@@ -84,7 +83,7 @@ static int launch_planned_small(const void *plan, void **params) {
     err.code = err.ready = 0;
     /* the plan's own dims (no error record: a small entry reads none; the
      * guard holds this launch's) */
-    QL_CALL_GUARDED(p->kernel, &err, p->small(params, &p->dims));
+    QL_CALL_GUARDED(p->kernel, &err, p->kernel->small(params, &p->dims));
     return err.code ? ql_cpu_failed_launch(&err) : QL_CPU_SUCCESS;
 }
 
@@ -113,9 +112,7 @@ QL_EXPORT ql_cpu_planned_fn ql_cpu_plan_launch(void *f, const unsigned dims[6],
         p->dims.block[i] = dims[3 + i];
     }
     p->dims.shared_bytes = shared_bytes;
-    if (k->small && nblocks == 1 && dims[3] < 32 && dims[4] == 1 && dims[5] == 1) {
-        p->small = k->small;
+    if (k->small && nblocks == 1 && dims[3] < 32 && dims[4] == 1 && dims[5] == 1)
         return launch_planned_small;
-    }
     return launch_planned;
 }
