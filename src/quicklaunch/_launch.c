@@ -218,56 +218,87 @@ static __attribute__((noinline)) int pack_one(KernelCore *k, uint32_t i, PyObjec
     }
 }
 
-/* One pass over the arguments into the parameter block. The common cases
- * (a C-contiguous NumPy array for a pointer, a Python float for a float, a
- * small Python int for an int) are decided here in a few instructions;
- * everything else, including every error, goes to pack_one. */
-static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, void **ptrs,
-                            pack_ctx *c) {
+/* A NumPy array for a pointer parameter, decided in a few instructions: a
+ * host-memory kernel's array of the exact type, with the flags `need` (a
+ * constant at each use) and the dtype this parameter accepted last. */
+static inline __attribute__((always_inline)) int fast_array(KernelCore *k, uint32_t i,
+                                                            PyObject *o, int need, char *slot) {
+    if (Py_TYPE(o) != k->host_array) return 0;
+    PyArrayObject *a = (PyArrayObject *)o;
+    if ((PyArray_FLAGS(a) & need) != need || (PyObject *)PyArray_DESCR(a) != k->elem_ok[i])
+        return 0;
+    *(void **)slot = PyArray_DATA(a);
+    return 1;
+}
+
+/* The fast pass over the arguments into the parameter block, from
+ * parameter i on: the common cases (a C-contiguous NumPy array for a
+ * pointer, a Python float for a float, a small Python int for an int) are
+ * decided in a few instructions, one jump on the parameter's code. Returns
+ * the first parameter it could not pack (its ptrs entry set), or nparams.
+ * It calls nothing, so its loop lives in scratch registers. */
+static inline __attribute__((always_inline)) uint32_t pack_fast(KernelCore *k,
+                                                                PyObject *const *args,
+                                                                char *block, void **ptrs,
+                                                                uint32_t i) {
     const uint32_t n = k->nparams;
-    const int host = k->host_memory;
-    PyTypeObject *const array_type = &PyArray_Type;
-    for (uint32_t i = 0; i < n; ++i) {
+    for (; i < n; ++i) {
         char *slot = block + k->offsets[i];
         PyObject *o = args[i];
-        const uint8_t code = k->codes[i];
         ptrs[i] = slot;
-        if (code <= QL_KIND_PTR_CONST) {
-            if (Py_TYPE(o) == array_type && host) {
-                const int need = NPY_ARRAY_C_CONTIGUOUS |
-                                 (code == QL_KIND_PTR ? NPY_ARRAY_WRITEABLE : 0);
-                /* the dtype this parameter accepted last: one compare */
-                if ((PyArray_FLAGS((PyArrayObject *)o) & need) == need &&
-                    (PyObject *)PyArray_DESCR((PyArrayObject *)o) == k->elem_ok[i]) {
-                    *(void **)slot = PyArray_DATA((PyArrayObject *)o);
-                    continue;
-                }
-            } else if (Py_TYPE(o) == torch_abi.tensor && pointer_from_torch(k, i, o, (void **)slot) == 0) {
-                continue; /* a torch.Tensor: its accessors, no Python call */
-            }
-        } else if (code == QL_KIND_F32) {
+        switch (k->codes[i]) {
+        case QL_KIND_PTR:
+            if (fast_array(k, i, o, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE, slot)) continue;
+            return i;
+        case QL_KIND_PTR_CONST:
+            if (fast_array(k, i, o, NPY_ARRAY_C_CONTIGUOUS, slot)) continue;
+            return i;
+        case QL_KIND_F32:
             if (PyFloat_CheckExact(o)) {
                 const double d = PyFloat_AS_DOUBLE(o);
                 const float f = (float)d;
-                if (fabsf(f) <= FLT_MAX || d != d) { /* finite, or NaN */
-                    memcpy(slot, &f, 4);
-                    continue;
-                }
-                if (isinf(d)) {
+                /* finite, NaN, or infinity given as such */
+                if (__builtin_expect(fabsf(f) <= FLT_MAX || d != d || isinf(d), 1)) {
                     memcpy(slot, &f, 4);
                     continue;
                 }
             }
-        } else if (code == QL_KIND_I32) {
+            return i;
+        case QL_KIND_I32: {
             long v; /* one digit (30 bits) always fits an int32 */
             if (ql_small_int(o, &v)) {
                 *(int32_t *)slot = (int32_t)v;
                 continue;
             }
+            return i;
         }
+        default:
+            return i;
+        }
+    }
+    return n;
+}
+
+/* The general pass from parameter i on, where pack_fast stopped: what it
+ * leaves (torch tensors, other types, every error) goes to pack_one, and
+ * pack_fast takes over again after each. */
+static int pack_from(KernelCore *k, PyObject *const *args, char *block, void **ptrs,
+                     pack_ctx *c, uint32_t i) {
+    for (; i < k->nparams; i = pack_fast(k, args, block, ptrs, i + 1)) {
+        PyObject *o = args[i];
+        char *slot = block + k->offsets[i];
+        if (k->codes[i] <= QL_KIND_PTR_CONST && Py_TYPE(o) == torch_abi.tensor &&
+            pointer_from_torch(k, i, o, (void **)slot) == 0)
+            continue; /* a torch.Tensor: its accessors, no Python call */
         if (pack_one(k, i, o, slot, c) < 0) return -1;
     }
     return 0;
+}
+
+/* One pass over the arguments into the parameter block. */
+static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, void **ptrs,
+                            pack_ctx *c) {
+    return pack_from(k, args, block, ptrs, c, pack_fast(k, args, block, ptrs, 0));
 }
 
 /* ------------------------------------------------------------ the launch */
@@ -441,11 +472,41 @@ static __attribute__((noinline, cold)) PyObject *launcher_general(
     return launcher_vectorcall(self, args, (size_t)nargs, kwnames);
 }
 
+/* A planned launch that pack_fast could not finish (from parameter i on):
+ * the rest of the arguments by the general pass, then the launch, and the
+ * views released. Out of line, so that the
+ * planned function below saves nothing for it. */
+static __attribute__((noinline)) PyObject *planned_rest(Launcher *l, PyObject *const *args,
+                                                        uint32_t i, char *params, void **ptrs) {
+    pack_ctx c;
+    c.nviews = c.hold_gil = 0;
+    int status = pack_from(l->kernel, args, params, ptrs, &c, i);
+    if (status == 0) {
+        status = l->planned(l->plan, ptrs);
+        if (__builtin_expect(status != 0, 0))
+            status = launch_failed(l->kernel, l->grid, l->block, l->shared, l->stream, ptrs,
+                                   status);
+    }
+    release_views(&c);
+    if (status != 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* A planned launch the backend refused: the error hook's exception, or
+ * its retry (launch_failed). */
+static __attribute__((noinline, cold)) PyObject *planned_refused(Launcher *l, void **ptrs,
+                                                                 int status) {
+    if (launch_failed(l->kernel, l->grid, l->block, l->shared, l->stream, ptrs, status))
+        return NULL;
+    Py_RETURN_NONE;
+}
+
 /* The launch function of a Launcher whose backend planned its configuration
  * (make_launcher binds it then): the general function's launch with what the
  * plan makes constant left out (grid, block, shared size, stream and the GIL
  * test are the plan's). Keywords, a wrong argument count and ql.trace or
- * ql.graph hooks take the general function, which raises or handles them. */
+ * ql.graph hooks take the general function, which raises or handles them;
+ * an argument pack_fast leaves, and a refused launch, take planned_rest. */
 static PyObject *launcher_planned_fastcall(PyObject *self, PyObject *const *args,
                                            Py_ssize_t nargs, PyObject *kwnames) {
     Launcher *l = (Launcher *)self;
@@ -456,16 +517,11 @@ static PyObject *launcher_planned_fastcall(PyObject *self, PyObject *const *args
     char raw[QL_MAX_PARAM_BYTES + 64]; /* aligned by hand, as in do_launch */
     char *params = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
     void *ptrs[QL_MAX_PARAMS];
-    pack_ctx c;
-    c.nviews = c.hold_gil = 0;
-    int status = pack_args(k, args, params, ptrs, &c);
-    if (__builtin_expect(status == 0, 1)) {
-        status = l->planned(l->plan, ptrs);
-        if (__builtin_expect(status != 0, 0))
-            status = launch_failed(k, l->grid, l->block, l->shared, l->stream, ptrs, status);
-    }
-    release_views(&c);
-    if (__builtin_expect(status != 0, 0)) return NULL;
+    const uint32_t i = pack_fast(k, args, params, ptrs, 0);
+    if (__builtin_expect(i != (uint32_t)nargs, 0))
+        return planned_rest(l, args, i, params, ptrs);
+    const int status = l->planned(l->plan, ptrs);
+    if (__builtin_expect(status != 0, 0)) return planned_refused(l, ptrs, status);
     Py_RETURN_NONE;
 }
 

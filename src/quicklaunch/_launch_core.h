@@ -79,6 +79,8 @@ typedef struct {
     uint16_t offsets[QL_MAX_PARAMS];
     int device_id;            /* the tag of this device's ql buffers (opaque) */
     int host_memory;          /* NumPy arrays and host buffers are device memory */
+    PyTypeObject *host_array; /* &PyArray_Type when host_memory, else NULL: the fast
+                                 path's one type compare for NumPy arrays */
     uint64_t inline_threads;  /* keep the GIL for launches this small */
     uint32_t max_block[3], max_grid[3], max_threads, max_shared;
     /* The device as DLPack names it (kDLCUDA 2, ordinal 0, ...): what other

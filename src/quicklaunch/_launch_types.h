@@ -396,6 +396,7 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
     k->dlpack_type = dlpack_type;
     k->dlpack_ordinal = dlpack_ordinal;
     k->host_memory = host_memory;
+    k->host_array = host_memory ? &PyArray_Type : NULL;
     k->inline_threads = inline_threads;
     k->max_threads = max_threads;
     k->max_shared = max_shared;

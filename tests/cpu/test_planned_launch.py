@@ -177,3 +177,29 @@ def test_planned_launcher_hands_the_rest_to_the_general_path(mod, cpu, rng):
     y = base.copy()
     drun(y, 2.0, 8)
     np.testing.assert_array_equal(y, base * np.float32(2))
+
+
+def test_planned_arguments_the_fast_pass_leaves(mod, rng):
+    """The planned function packs the common arguments itself and hands the
+    first other one, and everything after it, to the general pass: NumPy
+    scalars, a bytearray (a buffer view, released after the launch), an
+    error after such an argument. Every mix gives the general entry's
+    result, and a view is never left held."""
+    run = mod.axpb.configure(1, 7)
+    assert run.__self__.planned
+    x = rng.standard_normal(7).astype(np.float32)
+    raw = bytearray(x.tobytes())
+    for a, xs, n in [(np.float32(2.0), x, 7), (2.0, raw, 7), (2.0, x, np.int32(7)),
+                     (np.float64(2.0), raw, np.int64(7))]:
+        y = poisoned(7, np.float32)
+        run(a, xs, y, n)
+        np.testing.assert_array_equal(y, np.float32(2.0) * x)
+    raw.extend(b"\0" * 4)   # no view of it is held any more
+    del raw[-4:]
+    y = poisoned(7, np.float32)
+    with pytest.raises(ql.LaunchOverflowError, match="axpb.*parameter 4 'n'"):
+        run(np.float32(2.0), raw, y, 2**40)
+    with pytest.raises(ql.LaunchTypeError, match="axpb.*parameter 3 'y'"):
+        run(2.0, raw, "y", 7)
+    raw.extend(b"\0" * 4)   # released after the failed launches too
+    assert np.isnan(y).all()
