@@ -5,6 +5,7 @@ the runtime's plan, past the block loop. It must behave as the general entry
 does: every coordinate, dynamic shared memory, faults reported and
 recovered from, order against queued streams."""
 import ctypes
+import threading
 
 import numpy as np
 import pytest
@@ -112,6 +113,28 @@ def test_small_launch_fault_is_reported_and_the_launcher_carries_on(mod):
     for _ in range(5):
         add(x)
     assert x[0] == 6
+
+
+def test_small_launch_first_on_a_new_thread(mod):
+    """A launcher planned on one thread and first called on another: that
+    thread's first launch sets up its fault handling (launch_planned), so a
+    fault there is still reported and the thread carries on."""
+    run, add = mod.poke.configure(1, 16), mod.add_one.configure(1, 1)
+    p, x, seen = np.zeros(4, np.int32), np.array([1], np.int32), []
+
+    def work():
+        try:
+            run(p, 3)
+        except ql.LaunchError as e:
+            seen.append(str(e))
+        add(x)
+
+    for _ in range(3):
+        t = threading.Thread(target=work)
+        t.start()
+        t.join(timeout=60)
+    assert len(seen) == 3 and all("'poke'" in s and "write to address" in s for s in seen)
+    assert x[0] == 4 and not p.any()
 
 
 def test_small_launch_keeps_order_after_queued_work(mod, cpu):

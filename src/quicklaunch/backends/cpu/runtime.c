@@ -76,9 +76,11 @@ static int launch_planned(const void *plan, void **params) {
  * launch_planned, calling that entry instead of `run`. */
 static int launch_planned_small(const void *plan, void **params) {
     const ql_cpu_plan *p = (const ql_cpu_plan *)plan;
-    if (__builtin_expect(atomic_load_explicit(&ql_async_pending, memory_order_relaxed), 0))
+    /* streams with work queued, or a thread's first launch: launch_planned
+     * handles both (one test here) */
+    if (__builtin_expect(atomic_load_explicit(&ql_async_pending, memory_order_relaxed) != 0, 0) ||
+        __builtin_expect(!ql_thread_ready, 0))
         return launch_planned(plan, params);
-    if (__builtin_expect(!ql_thread_ready, 0)) ql_fault_setup_thread();
     ql_cpu_error err;
     err.code = err.ready = 0;
     /* the plan's own dims (no error record: a small entry reads none; the
