@@ -233,8 +233,9 @@ static inline __attribute__((always_inline)) int fast_array(KernelCore *k, uint3
 
 /* The fast pass over the arguments into the parameter block, from
  * parameter i on: the common cases (a C-contiguous NumPy array for a
- * pointer, a Python float for a float, a small Python int for an int) are
- * decided in a few instructions, one jump on the parameter's code. Returns
+ * pointer, a Python float for a float or double, a small Python int for a
+ * 32- or 64-bit int, signed or not) are decided in a few instructions, one
+ * jump on the parameter's code. Returns
  * the first parameter it could not pack (its ptrs entry set), or nparams.
  * It calls nothing, so its loop lives in scratch registers. */
 static inline __attribute__((always_inline)) uint32_t pack_fast(KernelCore *k,
@@ -245,15 +246,16 @@ static inline __attribute__((always_inline)) uint32_t pack_fast(KernelCore *k,
     for (; i < n; ++i) {
         char *slot = block + k->offsets[i];
         PyObject *o = args[i];
+        const uint8_t code = k->codes[i];
         ptrs[i] = slot;
-        switch (k->codes[i]) {
-        case QL_KIND_PTR:
-            if (fast_array(k, i, o, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE, slot)) continue;
-            return i;
-        case QL_KIND_PTR_CONST:
-            if (fast_array(k, i, o, NPY_ARRAY_C_CONTIGUOUS, slot)) continue;
-            return i;
-        case QL_KIND_F32:
+        /* tests in the order of how often kernels have each kind; a chain
+         * of compares, not a switch: a jump table costs more here */
+        if (code <= QL_KIND_PTR_CONST) {
+            if (code == QL_KIND_PTR
+                    ? fast_array(k, i, o, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE, slot)
+                    : fast_array(k, i, o, NPY_ARRAY_C_CONTIGUOUS, slot))
+                continue;
+        } else if (code == QL_KIND_F32) {
             if (PyFloat_CheckExact(o)) {
                 const double d = PyFloat_AS_DOUBLE(o);
                 const float f = (float)d;
@@ -263,18 +265,27 @@ static inline __attribute__((always_inline)) uint32_t pack_fast(KernelCore *k,
                     continue;
                 }
             }
-            return i;
-        case QL_KIND_I32: {
+        } else if (code == QL_KIND_I32) {
             long v; /* one digit (30 bits) always fits an int32 */
             if (ql_small_int(o, &v)) {
                 *(int32_t *)slot = (int32_t)v;
                 continue;
             }
-            return i;
+        } else if (code >= QL_KIND_I64 && code <= QL_KIND_U64) {
+            long v; /* int64, uint32, uint64 (not the narrow ones): non-negative if unsigned */
+            if (code != QL_KIND_U8 && code != QL_KIND_U16 && ql_small_int(o, &v) &&
+                (code == QL_KIND_I64 || v >= 0)) {
+                if (code == QL_KIND_U32) *(uint32_t *)slot = (uint32_t)v;
+                else *(int64_t *)slot = (int64_t)v;
+                continue;
+            }
+        } else if (code == QL_KIND_F64) {
+            if (PyFloat_CheckExact(o)) {
+                memcpy(slot, &((PyFloatObject *)o)->ob_fval, 8);
+                continue;
+            }
         }
-        default:
-            return i;
-        }
+        return i;
     }
     return n;
 }

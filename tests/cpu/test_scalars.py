@@ -67,6 +67,33 @@ def test_scalar_round_trip(mod, ctype, rng):
         assert k.params[0].size == np.dtype(dtype).itemsize
 
 
+@pytest.mark.parametrize("ctype", ["int", "long long", "unsigned int", "unsigned long long",
+                                   "double"])
+def test_small_values_take_the_fast_pass_and_still_check(mod, ctype, rng):
+    """Ints of one digit and exact floats are packed by the launcher's fast
+    pass for these kinds; the values at its edges, and a negative one for an
+    unsigned parameter (which it leaves to the general pass), still come
+    back exactly or raise that pass's error."""
+    dtype = SCALARS[ctype][0]
+    k = mod.get_kernel(f"put<{ctype}>")
+    run = k.configure(1, 2)
+    if ctype == "double":
+        values = [0.0, -0.0, 1.0 / 3.0, -7.5e-310, float("nan"),
+                  *(rng.standard_normal(4) * 1e6)]
+    else:
+        lo = 0 if ctype.startswith("unsigned") else -(2**30 - 1)
+        values = [0, 1, 2**30 - 1, 2**30, lo, *(int(v) for v in rng.integers(lo, 2**30, 4))]
+    for v in values:
+        out = poisoned(2, dtype)
+        run(v, out)
+        np.testing.assert_array_equal(out, np.array([v, v], dtype=dtype), err_msg=repr(v))
+    if ctype.startswith("unsigned"):
+        out = poisoned(2, dtype)
+        with pytest.raises(ql.LaunchOverflowError, match=r"parameter 1 'v': -1 is out of range"):
+            run(-1, out)
+        assert np.isnan(out.view(np.float32 if dtype == np.uint32 else np.float64)).all()
+
+
 def test_numpy_scalars(mod):
     out = poisoned(1, np.float32)
     mod.get_kernel("put<float>")[1, 1](np.float32(2.5), out)
