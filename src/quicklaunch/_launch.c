@@ -232,12 +232,12 @@ static inline __attribute__((always_inline)) int fast_array(KernelCore *k, uint3
 }
 
 /* The fast pass over the arguments into the parameter block, from
- * parameter i on: the common cases (a C-contiguous NumPy array for a
- * pointer, a Python float for a float or double, a small Python int for a
- * 32- or 64-bit int, signed or not) are decided in a few instructions, one
- * jump on the parameter's code. Returns
- * the first parameter it could not pack (its ptrs entry set), or nparams.
- * It calls nothing, so its loop lives in scratch registers. */
+ * parameter i on: the common cases are decided in a few instructions (a
+ * C-contiguous NumPy array, or a torch tensor like the one the parameter
+ * accepted last, for a pointer; a Python float for a float or double; a
+ * small Python int for a 32- or 64-bit int, signed or not). Returns the
+ * first parameter it could not pack (its ptrs entry set), or nparams. It
+ * calls nothing, so its loop lives in scratch registers. */
 static inline __attribute__((always_inline)) uint32_t pack_fast(KernelCore *k,
                                                                 PyObject *const *args,
                                                                 char *block, void **ptrs,
@@ -255,6 +255,10 @@ static inline __attribute__((always_inline)) uint32_t pack_fast(KernelCore *k,
                     ? fast_array(k, i, o, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE, slot)
                     : fast_array(k, i, o, NPY_ARRAY_C_CONTIGUOUS, slot))
                 continue;
+            if (Py_TYPE(o) == torch_abi.tensor) { /* a torch.Tensor like the last one */
+                const char *impl = torch_impl(k, i, o);
+                if (impl && torch_memo_hit(k, i, impl, (void **)slot)) continue;
+            }
         } else if (code == QL_KIND_F32) {
             if (PyFloat_CheckExact(o)) {
                 const double d = PyFloat_AS_DOUBLE(o);

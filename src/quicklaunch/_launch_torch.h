@@ -241,26 +241,45 @@ static int __attribute__((noinline)) torch_pointer_slow(KernelCore *k, uint32_t 
  * tensor of the first learned key set whose dtype, device and contiguity
  * are those this parameter accepted last (one masked compare against its
  * memo), read directly; anything else goes to torch_pointer_slow. */
-static inline int pointer_from_torch(KernelCore *k, uint32_t i, PyObject *o, void **out) {
+/* The memo's hit: `impl` (a defined tensor's TensorImpl) of the key set,
+ * dtype, device and contiguity parameter i accepted last, with storage and
+ * elements; its data pointer into *out. 0: not a hit (nothing written). It
+ * calls nothing: the launcher's fast pass uses it too. */
+static inline __attribute__((always_inline)) int torch_memo_hit(KernelCore *k, uint32_t i,
+                                                                const char *impl,
+                                                                void **out) {
     const uint64_t memo = k->torch_ok[i].word;
-    if (Py_TYPE(o) == torch_abi.tensor && memo) {
-        const char *impl = *(const char *const *)((char *)o + torch_abi.offset);
-        if (!impl) return 1;   /* an undefined tensor: the Python path says so */
-        uint64_t ks, w;
-        int64_t numel, soff;
-        memcpy(&ks, impl + torch_fields.keys, 8);
-        memcpy(&w, impl + torch_fields.dtype, 8);
-        memcpy(&numel, impl + torch_fields.numel, 8);
-        const char *storage = *(const char *const *)(impl + torch_fields.storage);
-        if (ks == torch_fields.known[0] && !((w ^ memo) & torch_fields.window_mask) && numel > 0 &&
-            storage) {
-            const char *data = *(const char *const *)(storage + torch_fields.data);
-            memcpy(&soff, impl + torch_fields.soff, 8);
-            if (data) {
-                *out = (void *)(data + soff * (int64_t)(memo >> 56));
-                return 0;
-            }
+    uint64_t ks, w;
+    int64_t numel, soff;
+    memcpy(&ks, impl + torch_fields.keys, 8);
+    memcpy(&w, impl + torch_fields.dtype, 8);
+    memcpy(&numel, impl + torch_fields.numel, 8);
+    const char *storage = *(const char *const *)(impl + torch_fields.storage);
+    if (ks == torch_fields.known[0] && !((w ^ memo) & torch_fields.window_mask) && numel > 0 &&
+        storage) {
+        const char *data = *(const char *const *)(storage + torch_fields.data);
+        memcpy(&soff, impl + torch_fields.soff, 8);
+        if (data) {
+            *out = (void *)(data + soff * (int64_t)(memo >> 56));
+            return 1;
         }
+    }
+    return 0;
+}
+
+/* The TensorImpl of a torch.Tensor `o` whose parameter has a memo, or NULL
+ * (no memo yet, or an undefined tensor). */
+static inline __attribute__((always_inline)) const char *torch_impl(KernelCore *k, uint32_t i,
+                                                                    PyObject *o) {
+    if (!k->torch_ok[i].word) return NULL;
+    return *(const char *const *)((char *)o + torch_abi.offset);
+}
+
+static inline int pointer_from_torch(KernelCore *k, uint32_t i, PyObject *o, void **out) {
+    if (Py_TYPE(o) == torch_abi.tensor && k->torch_ok[i].word) {
+        const char *impl = torch_impl(k, i, o);
+        if (!impl) return 1;   /* an undefined tensor: the Python path says so */
+        if (torch_memo_hit(k, i, impl, out)) return 0;
     }
     return torch_pointer_slow(k, i, o, out);
 }
