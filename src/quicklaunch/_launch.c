@@ -231,10 +231,26 @@ static inline __attribute__((always_inline)) int fast_array(KernelCore *k, uint3
     return 1;
 }
 
+/* A ql buffer (quicklaunch.memory.Buffer, or the base type itself) for a
+ * pointer parameter: of this kernel's device, writable if the parameter is
+ * not const, untyped or of the dtype the parameter accepted last. */
+static inline __attribute__((always_inline)) int fast_buffer(KernelCore *k, uint32_t i,
+                                                             PyObject *o, int writable,
+                                                             char *slot) {
+    PyTypeObject *t = Py_TYPE(o);
+    if (t->tp_base != &BufferBaseType && t != &BufferBaseType) return 0;
+    BufferBase *b = (BufferBase *)o;
+    if (b->device_id != k->device_id || (writable && b->readonly) ||
+        (b->dtype && b->dtype != k->elem_ok[i]))
+        return 0;
+    *(void **)slot = (void *)b->ptr;
+    return 1;
+}
+
 /* The fast pass over the arguments into the parameter block, from
  * parameter i on: the common cases are decided in a few instructions (a
- * C-contiguous NumPy array, or a torch tensor like the one the parameter
- * accepted last, for a pointer; a Python float for a float or double; a
+ * C-contiguous NumPy array, a ql buffer, or a torch tensor like the one the
+ * parameter accepted last, for a pointer; a Python float for a float or double; a
  * small Python int for a 32- or 64-bit int, signed or not). Returns the
  * first parameter it could not pack (its ptrs entry set), or nparams. It
  * calls nothing, so its loop lives in scratch registers. */
@@ -255,6 +271,7 @@ static inline __attribute__((always_inline)) uint32_t pack_fast(KernelCore *k,
                     ? fast_array(k, i, o, NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_WRITEABLE, slot)
                     : fast_array(k, i, o, NPY_ARRAY_C_CONTIGUOUS, slot))
                 continue;
+            if (fast_buffer(k, i, o, code == QL_KIND_PTR, slot)) continue;
             if (Py_TYPE(o) == torch_abi.tensor) { /* a torch.Tensor like the last one */
                 const char *impl = torch_impl(k, i, o);
                 if (impl && torch_memo_hit(k, i, impl, (void **)slot)) continue;
@@ -297,8 +314,9 @@ static inline __attribute__((always_inline)) uint32_t pack_fast(KernelCore *k,
 /* The general pass from parameter i on, where pack_fast stopped: what it
  * leaves (torch tensors, other types, every error) goes to pack_one, and
  * pack_fast takes over again after each. */
-static int pack_from(KernelCore *k, PyObject *const *args, char *block, void **ptrs,
-                     pack_ctx *c, uint32_t i) {
+static __attribute__((noinline)) int pack_from(KernelCore *k, PyObject *const *args,
+                                               char *block, void **ptrs, pack_ctx *c,
+                                               uint32_t i) {
     for (; i < k->nparams; i = pack_fast(k, args, block, ptrs, i + 1)) {
         PyObject *o = args[i];
         char *slot = block + k->offsets[i];
@@ -313,7 +331,8 @@ static int pack_from(KernelCore *k, PyObject *const *args, char *block, void **p
 /* One pass over the arguments into the parameter block. */
 static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, void **ptrs,
                             pack_ctx *c) {
-    return pack_from(k, args, block, ptrs, c, pack_fast(k, args, block, ptrs, 0));
+    const uint32_t i = pack_fast(k, args, block, ptrs, 0);
+    return __builtin_expect(i == k->nparams, 1) ? 0 : pack_from(k, args, block, ptrs, c, i);
 }
 
 /* ------------------------------------------------------------ the launch */
