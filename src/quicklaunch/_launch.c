@@ -250,10 +250,10 @@ static inline __attribute__((always_inline)) int fast_buffer(KernelCore *k, uint
 /* The fast pass over the arguments into the parameter block, from
  * parameter i on: the common cases are decided in a few instructions (a
  * C-contiguous NumPy array, a ql buffer, or a torch tensor like the one the
- * parameter accepted last, for a pointer; a Python float for a float or double; a
- * small Python int for a 32- or 64-bit int, signed or not). Returns the
- * first parameter it could not pack (its ptrs entry set), or nparams. It
- * calls nothing, so its loop lives in scratch registers. */
+ * parameter accepted last, for a pointer; a Python float for a float or a
+ * double; a small Python int for a 32- or 64-bit int, signed or not).
+ * Returns the first parameter it could not pack (its ptrs entry set), or
+ * nparams. It calls nothing, so its loop lives in scratch registers. */
 static inline __attribute__((always_inline)) uint32_t pack_fast(KernelCore *k,
                                                                 PyObject *const *args,
                                                                 char *block, void **ptrs,
@@ -508,8 +508,8 @@ static __attribute__((noinline, cold)) PyObject *launcher_general(
 
 /* A planned launch that pack_fast could not finish (from parameter i on):
  * the rest of the arguments by the general pass, then the launch, and the
- * views released. Out of line, so that the
- * planned function below saves nothing for it. */
+ * views released. Out of line, so that the planned function below saves
+ * nothing for it. */
 static __attribute__((noinline)) PyObject *planned_rest(Launcher *l, PyObject *const *args,
                                                         uint32_t i, char *params, void **ptrs) {
     pack_ctx c;
