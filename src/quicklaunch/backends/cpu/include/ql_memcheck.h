@@ -190,6 +190,20 @@ __attribute__((noreturn)) QL_MC_FN void report(uintptr_t a, size_t n, int write,
     ql_abort_thread();
 }
 
+/* The argument buffer nearest to [a, a+n) (UINT32_MAX: none), and its
+ * distance. */
+QL_MC_INLINE uint32_t nearest_arg(uintptr_t a, size_t n, uint64_t *dist_out) {
+    uint32_t best = UINT32_MAX;
+    uint64_t best_d = UINT64_MAX;
+    for (uint32_t i = 0; i < nargs; ++i) {
+        int64_t s = outside(a, n, args[i].lo, args[i].size);
+        uint64_t dist = s < 0 ? (uint64_t)-s : (uint64_t)s;
+        if (dist < best_d) best_d = dist, best = i;
+    }
+    *dist_out = best_d;
+    return best;
+}
+
 QL_MC_FN void check(const void *p, size_t n, int write, void *pc, void *caller) {
     const uintptr_t a = (uintptr_t)p;
     for (uint32_t i = 0; i < nargs; ++i)
@@ -237,11 +251,17 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc, void *caller) 
             uint64_t dist = s < 0 ? (uint64_t)-s : (uint64_t)s;
             if (dist < best_d) best_d = dist, best = i;
         }
-        if (best != UINT32_MAX)
-            report(a, n, write, pc, caller, WHERE_TLS, best, t + tls_objects[best].lo,
-                   tls_objects[best].size);
-        if (ntls) report(a, n, write, pc, caller, WHERE_NONE, 0, 0, 0);
-        return;   /* no table: the stub did not give one */
+        /* A dlopen'ed module's thread-locals are a malloc'ed block on the
+         * heap, so an argument buffer can lie right beside them: the nearer
+         * of the two is the one the access overran. */
+        if (!ntls) return;   /* no table: the stub did not give one */
+        uint64_t arg_d;
+        const uint32_t arg = nearest_arg(a, n, &arg_d);
+        if (arg != UINT32_MAX && arg_d < best_d)
+            report(a, n, write, pc, caller, WHERE_ARG, args[arg].param, args[arg].lo,
+                   args[arg].size);
+        report(a, n, write, pc, caller, WHERE_TLS, best, t + tls_objects[best].lo,
+               tls_objects[best].size);
     }
     if (a >= image_lo && a < image_hi) {
         for (uint32_t i = 0; i < nglobals; ++i) {
@@ -253,13 +273,8 @@ QL_MC_FN void check(const void *p, size_t n, int write, void *pc, void *caller) 
         return;   /* the module's other data: string literals, tables */
     }
     /* Not memory of the launch: name the nearest argument buffer. */
-    uint32_t best = UINT32_MAX;
-    uint64_t best_d = UINT64_MAX;
-    for (uint32_t i = 0; i < nargs; ++i) {
-        int64_t s = outside(a, n, args[i].lo, args[i].size);
-        uint64_t dist = s < 0 ? (uint64_t)-s : (uint64_t)s;
-        if (dist < best_d) best_d = dist, best = i;
-    }
+    uint64_t best_d;
+    const uint32_t best = nearest_arg(a, n, &best_d);
     /* or the nearest block of device-side malloc, when that is nearer */
     uint64_t hlo = 0, hsize = 0;
     bool in_heap = false;
