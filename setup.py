@@ -20,7 +20,7 @@ setup(
                      "src/quicklaunch/_launch_interop.h",
                      "src/quicklaunch/_launch_pointers.h", "src/quicklaunch/_launch_elements.h",
                      "src/quicklaunch/_launch_launcher.h", "src/quicklaunch/_launch_types.h",
-                     "src/quicklaunch/_launch_hooks.h",
+                     "src/quicklaunch/_launch_hooks.h", "src/quicklaunch/_launch_general.h",
                      "src/quicklaunch/_launch_texture.h", "src/quicklaunch/_launch_torch.h",
                      "src/quicklaunch/_convert.h", "src/quicklaunch/kinds.h"],
             include_dirs=[numpy.get_include(), "src/quicklaunch"],

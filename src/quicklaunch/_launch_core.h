@@ -12,6 +12,8 @@
  *                       DLPack capsules of ql buffers
  *   _launch_pointers.h  pointers from every other source (ints, ctypes, the
  *                       buffer protocol, __array_interface__)
+ *   _launch_general.h   the general pass over one argument (pack_one):
+ *                       every kind, every input, every error
  *   _launch_hooks.h     ql.trace and ql.graph's hooks (the slow path)
  *   _launch.c           the fast path: packing, the launch; and, at its
  *                       end, the module

@@ -236,11 +236,6 @@ static int __attribute__((noinline)) torch_pointer_slow(KernelCore *k, uint32_t 
     return 0;
 }
 
-/* 0 and *out set: accepted. 1: not a tensor, or not decided here (the
- * Python path answers, with its message where it refuses). Inline: a
- * tensor of the first learned key set whose dtype, device and contiguity
- * are those this parameter accepted last (one masked compare against its
- * memo), read directly; anything else goes to torch_pointer_slow. */
 /* The memo's hit: `impl` (a defined tensor's TensorImpl) of the key set,
  * dtype, device and contiguity parameter i accepted last, with storage and
  * elements; its data pointer into *out. 0: not a hit (nothing written). It
@@ -275,12 +270,14 @@ static inline __attribute__((always_inline)) const char *torch_impl(KernelCore *
     return *(const char *const *)((char *)o + torch_abi.offset);
 }
 
+/* A torch.Tensor `o` that the launcher's fast pass did not take (it tries
+ * torch_memo_hit first, so that test is not made again here). 0 and *out
+ * set: accepted. 1: not decided here (the Python path answers, with its
+ * message where it refuses): an undefined tensor, or what
+ * torch_pointer_slow declines. */
 static inline int pointer_from_torch(KernelCore *k, uint32_t i, PyObject *o, void **out) {
-    if (Py_TYPE(o) == torch_abi.tensor && k->torch_ok[i].word) {
-        const char *impl = torch_impl(k, i, o);
-        if (!impl) return 1;   /* an undefined tensor: the Python path says so */
-        if (torch_memo_hit(k, i, impl, out)) return 0;
-    }
+    if (k->torch_ok[i].word && !*(const char *const *)((char *)o + torch_abi.offset))
+        return 1;   /* an undefined tensor: the Python path says so */
     return torch_pointer_slow(k, i, o, out);
 }
 
