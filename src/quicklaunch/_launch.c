@@ -136,9 +136,13 @@ static __attribute__((noinline)) int pack_from(KernelCore *k, PyObject *const *a
     return 0;
 }
 
-/* One pass over the arguments into the parameter block. */
-static inline int pack_args(KernelCore *k, PyObject *const *args, char *block, void **ptrs,
-                            pack_ctx *c) {
+/* One pass over the arguments into the parameter block (inlined into each
+ * launch path: out of line, GCC's copy cost every direct launch a call and
+ * a frame, 13 instructions). */
+static inline __attribute__((always_inline)) int pack_args(KernelCore *k,
+                                                           PyObject *const *args,
+                                                           char *block, void **ptrs,
+                                                           pack_ctx *c) {
     const uint32_t i = pack_fast(k, args, block, ptrs, 0);
     return __builtin_expect(i == k->nparams, 1) ? 0 : pack_from(k, args, block, ptrs, c, i);
 }
