@@ -371,6 +371,73 @@ static PyObject *launcher_planned_fastcall(PyObject *self, PyObject *const *args
     Py_RETURN_NONE;
 }
 
+/* A direct launch the backend refused (a fault, an assert): the arguments
+ * packed after all, for the error hook's exception or its retry. */
+static __attribute__((noinline, cold)) PyObject *direct_refused(Launcher *l,
+                                                                PyObject *const *args,
+                                                                int status) {
+    char raw[QL_MAX_PARAM_BYTES + 64];
+    char *params = (char *)(((uintptr_t)raw + 63) & ~(uintptr_t)63);
+    void *ptrs[QL_MAX_PARAMS];
+    pack_ctx c;
+    c.nviews = c.hold_gil = 0;
+    int rc = pack_args(l->kernel, args, params, ptrs, &c);
+    if (rc == 0)
+        rc = launch_failed(l->kernel, l->grid, l->block, l->shared, l->stream, ptrs, status);
+    release_views(&c);
+    if (rc != 0) return NULL;
+    Py_RETURN_NONE;
+}
+
+/* A direct launch that did not happen (QL_NOT_DIRECT: nothing ran) or
+ * failed (a backend status). Not run: the planned function launches it;
+ * and if an argument is of a type the module never reads, the first such
+ * is remembered, so that the launcher's next calls with it go there first.
+ * A refusal of a value (a new dtype, a big int), of a thread's first
+ * launch or of queued stream work leaves nothing. Out of line, so that
+ * the direct function keeps only two registers across its call. */
+static __attribute__((noinline)) PyObject *direct_not_done(Launcher *l, PyObject *const *args,
+                                                           int status) {
+    KernelCore *k = l->kernel;
+    if (status != QL_NOT_DIRECT) return direct_refused(l, args, status);
+    for (uint32_t i = 0; i < k->nparams; ++i) {
+        PyTypeObject *t = Py_TYPE(args[i]);
+        if (t != k->host_array && t != &PyFloat_Type && t != &PyLong_Type) {
+            Py_XSETREF(l->skip_type, (PyTypeObject *)Py_NewRef(t));
+            l->skip_at = i;
+            break;
+        }
+    }
+    return launcher_planned_fastcall((PyObject *)l, args, (Py_ssize_t)k->nparams, NULL);
+}
+
+/* The direct launch itself, its frame out of line: the tests before it
+ * in launcher_direct_fastcall, and its jump to the planned function, need
+ * none. */
+static __attribute__((noinline)) PyObject *direct_call(Launcher *l, PyObject *const *args) {
+    const int status = l->direct(l->plan, args, &l->kernel->pyargs);
+    if (__builtin_expect(status == 0, 1)) Py_RETURN_NONE;
+    return direct_not_done(l, args, status);
+}
+
+/* The launch function of a Launcher whose plan has a direct launch
+ * (make_launcher binds it then): the argument objects go straight to the
+ * backend, whose kernel module reads them itself. Keywords, a wrong count,
+ * the trace or graph hooks and an argument of the type the module last
+ * refused (skip_type) take the planned function first, as the Launcher had
+ * no direct launch; so does what the module does not read
+ * (direct_not_done). */
+static PyObject *launcher_direct_fastcall(PyObject *self, PyObject *const *args,
+                                          Py_ssize_t nargs, PyObject *kwnames) {
+    Launcher *l = (Launcher *)self;
+    KernelCore *k = l->kernel;
+    if (__builtin_expect(kwnames != NULL || (uint32_t)nargs != k->nparams ||
+                         slow_hooks != NULL, 0) ||
+        (__builtin_expect(l->skip_type != NULL, 0) && Py_TYPE(args[l->skip_at]) == l->skip_type))
+        return launcher_planned_fastcall(self, args, nargs, kwnames);
+    return direct_call(l, args);
+}
+
 /* The Launcher object itself, called: its tp_vectorcall. */
 static PyObject *launcher_vectorcall_entry(PyObject *self, PyObject *const *args,
                                            size_t nargsf, PyObject *kwnames) {

@@ -35,6 +35,8 @@
 
 #include "_convert.h"
 #include "kinds.h" /* the type codes: enum ql_kind */
+/* struct ql_pyargs: what a CPU module's direct entry reads of the arguments */
+#include "ql_pyargs.h"
 
 #define QL_MAX_PARAMS 512
 #define QL_MAX_PARAM_BYTES 4096
@@ -52,6 +54,17 @@ typedef int (*ql_planned_fn)(const void *plan, void **params);
 typedef ql_planned_fn (*ql_plan_fn)(void *f, const unsigned dims[6], unsigned shared,
                                     void *stream, void *plan, unsigned cap);
 #define QL_PLAN_BYTES 64
+
+/* A backend's direct launch of a plan (optional; the CPU device's, for one
+ * small block of a kernel whose module reads its own arguments): called
+ * with the Python argument objects themselves and the kernel's ql_pyargs.
+ * Returns 0 once launched, a backend status when the launch failed, or
+ * QL_NOT_DIRECT, having run nothing, when the launch takes the parameter
+ * block after all (an argument the module does not read, ...).
+ * `plan_direct` answers it for a plan and its planned function, or NULL. */
+#define QL_NOT_DIRECT (-1)
+typedef int (*ql_direct_fn)(const void *plan, PyObject *const *args, const ql_pyargs *py);
+typedef ql_direct_fn (*ql_plan_direct_fn)(const void *plan, ql_planned_fn planned);
 
 /* Exceptions, registered from quicklaunch.errors at import. */
 static PyObject *LaunchError, *LaunchTypeError, *LaunchValueError, *LaunchOverflowError;
@@ -74,6 +87,7 @@ typedef struct {
     PyObject_HEAD
     ql_launch_fn launch;
     ql_plan_fn plan;          /* the backend's planner, or NULL */
+    ql_plan_direct_fn plan_direct; /* its direct launches' planner, or NULL */
     void *func;
     uint32_t nparams, param_bytes;
     uint8_t codes[QL_MAX_PARAMS];
@@ -110,6 +124,8 @@ typedef struct {
     /* per parameter, what a torch tensor it accepted last looked like: a
      * repeat is then one compare too (_launch_torch.h) */
     ql_torch_memo *torch_ok;
+    /* what a direct launch reads (its dtype_ok is elem_ok) */
+    ql_pyargs pyargs;
 } KernelCore;
 
 typedef struct {
@@ -121,6 +137,13 @@ typedef struct {
     PyObject *stream_obj;
     int release_gil;
     ql_planned_fn planned;  /* the backend's plan of this configuration, or NULL */
+    ql_direct_fn direct;    /* the plan's direct launch, or NULL */
+    /* An argument type the direct launch never reads (not an exact ndarray,
+     * float or int), met at parameter skip_at: while that parameter's
+     * argument is of this type, calls go straight to the planned function
+     * (a refusal costs the runtime's guard). A strong reference, or NULL. */
+    PyTypeObject *skip_type;
+    uint32_t skip_at;
     _Alignas(16) char plan[QL_PLAN_BYTES];
     PyMethodDef def;        /* the bound launch function's definition, named */
 } Launcher;                 /* after the kernel (see make_launcher) */

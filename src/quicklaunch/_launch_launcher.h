@@ -7,11 +7,13 @@
 static int launcher_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((Launcher *)self)->kernel);
     Py_VISIT(((Launcher *)self)->stream_obj);
+    Py_VISIT(((Launcher *)self)->skip_type);
     return 0;
 }
 
 static int launcher_clear(PyObject *self) {
     Py_CLEAR(((Launcher *)self)->stream_obj);
+    Py_CLEAR(((Launcher *)self)->skip_type);
     return 0; /* the kernel stays: a call may still be running on another thread */
 }
 
@@ -20,6 +22,7 @@ static void launcher_dealloc(PyObject *self) {
     PyObject_GC_UnTrack(self);
     Py_CLEAR(l->kernel);
     Py_CLEAR(l->stream_obj);
+    Py_CLEAR(l->skip_type);
     PyObject_GC_Del(self);
 }
 
@@ -31,6 +34,7 @@ static PyObject *launcher_get(PyObject *self, void *which) {
     case 2: return Py_BuildValue("(III)", l->block[0], l->block[1], l->block[2]);
     case 3: return PyLong_FromUnsignedLong(l->shared);
     case 5: return PyBool_FromLong(l->planned != NULL);
+    case 6: return PyBool_FromLong(l->direct != NULL);
     default: return Py_NewRef(l->stream_obj ? l->stream_obj : Py_None);
     }
 }
@@ -50,6 +54,9 @@ static PyGetSetDef launcher_getset[] = {
     {"stream", launcher_get, NULL, "the stream, as given", (void *)4},
     {"planned", launcher_get, NULL, "whether calls take the backend's plan of this "
      "configuration (checked once) instead of its general launch entry", (void *)5},
+    {"direct", launcher_get, NULL, "whether calls hand the argument objects to the "
+     "kernel's module, which reads them itself (a planned CPU launch of one small "
+     "block; other arguments still take the parameter block)", (void *)6},
     {NULL}};
 
 static PyTypeObject LauncherType = {

@@ -183,13 +183,20 @@ static PyObject *make_launcher(KernelCore *k, PyObject *grid_o, PyObject *block_
     l->stream_obj = Py_NewRef(stream_o ? stream_o : Py_None);
     l->release_gil = wants_gil_release(k, grid, block);
     l->planned = NULL;
+    l->direct = NULL;
+    l->skip_type = NULL;
+    l->skip_at = 0;
     if (k->plan && !l->release_gil) {
         const unsigned dims[6] = {grid[0], grid[1], grid[2], block[0], block[1], block[2]};
         l->planned = k->plan(k->func, dims, (unsigned)shared, stream, l->plan, QL_PLAN_BYTES);
+        /* a direct launch reads NumPy arrays as device memory: host devices only */
+        if (l->planned && k->plan_direct && k->host_array && k->pyargs.array_type)
+            l->direct = k->plan_direct(l->plan, l->planned);
     }
     l->def.ml_name = PyUnicode_AsUTF8(k->name); /* lives as long as the kernel */
-    l->def.ml_meth = l->planned ? (PyCFunction)(void (*)(void))launcher_planned_fastcall
-                                : (PyCFunction)(void (*)(void))launcher_fastcall;
+    l->def.ml_meth = l->direct    ? (PyCFunction)(void (*)(void))launcher_direct_fastcall
+                     : l->planned ? (PyCFunction)(void (*)(void))launcher_planned_fastcall
+                                  : (PyCFunction)(void (*)(void))launcher_fastcall;
     l->def.ml_flags = METH_FASTCALL | METH_KEYWORDS;
     l->def.ml_doc = "Launches the kernel with this configuration; pass the kernel's "
                     "arguments by position. __self__ is the Launcher.";
@@ -286,29 +293,60 @@ static void free_elems(KernelCore *k) {
     Py_CLEAR(k->elem_texts);
 }
 
+/* How this interpreter keeps a Python int's size (enum ql_py_long_layout),
+ * when it and NumPy keep everything a direct launch reads where
+ * ql_pyargs.h says; else -1, and no launcher takes a direct entry. Decided
+ * by the headers this file is built with. */
+static int pyargs_long_layout(void) {
+#if defined(Py_GIL_DISABLED) || PY_VERSION_HEX >= 0x030F0000 || SIZEOF_VOID_P != 8
+    return -1; /* other object headers, or a layout not checked yet */
+#else
+    if (offsetof(PyObject, ob_type) != QL_PY_TYPE_AT ||
+        offsetof(PyFloatObject, ob_fval) != QL_PY_FLOAT_AT ||
+        offsetof(PyArrayObject_fields, data) != QL_NP_DATA_AT ||
+        offsetof(PyArrayObject_fields, descr) != QL_NP_DESCR_AT ||
+        offsetof(PyArrayObject_fields, flags) != QL_NP_FLAGS_AT ||
+        sizeof(((PyArrayObject_fields *)0)->flags) != sizeof(int) ||
+        NPY_ARRAY_C_CONTIGUOUS != QL_NP_C_CONTIGUOUS || NPY_ARRAY_WRITEABLE != QL_NP_WRITEABLE ||
+        sizeof(digit) != 4 || PyLong_SHIFT != 30)
+        return -1;
+#if PY_VERSION_HEX >= 0x030C0000
+    if (offsetof(PyLongObject, long_value.lv_tag) != QL_PY_LONG_SIZE_AT ||
+        offsetof(PyLongObject, long_value.ob_digit) != QL_PY_LONG_DIGIT_AT)
+        return -1;
+    return QL_PY_LONG_LV_TAG;
+#else
+    if (offsetof(PyVarObject, ob_size) != QL_PY_LONG_SIZE_AT ||
+        offsetof(PyLongObject, ob_digit) != QL_PY_LONG_DIGIT_AT)
+        return -1;
+    return QL_PY_LONG_OB_SIZE;
+#endif
+#endif
+}
+
 static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
     KernelCore *k = (KernelCore *)self;
     static char *names[] = {"name", "param_names", "codes", "sizes", "aligns", "launch",
                             "func", "device_id", "device_name", "host_memory",
                             "inline_threads", "max_block", "max_grid", "max_threads",
                             "max_shared", "error_hook", "dlpack_device", "defaults",
-                            "elems", "plan", NULL};
+                            "elems", "plan", "plan_direct", NULL};
     PyObject *name, *pnames, *sizes, *aligns, *dname, *mb, *mg, *hook, *defaults = NULL;
     PyObject *elems = NULL;
     Py_buffer codes;
-    unsigned long long launch, func, inline_threads, plan = 0;
+    unsigned long long launch, func, inline_threads, plan = 0, plan_direct = 0;
     int device_id, host_memory, dlpack_type = 1, dlpack_ordinal = 0; /* kDLCPU, 0 */
     unsigned int max_threads, max_shared;
     if (k->launch) {
         PyErr_SetString(PyExc_RuntimeError, "KernelCore is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!y*OOKKiUpKOOIIO|$(ii)O!OK", names, &name,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "UO!y*OOKKiUpKOOIIO|$(ii)O!OKK", names, &name,
                                      &PyTuple_Type, &pnames, &codes, &sizes, &aligns,
                                      &launch, &func, &device_id, &dname, &host_memory,
                                      &inline_threads, &mb, &mg, &max_threads, &max_shared,
                                      &hook, &dlpack_type, &dlpack_ordinal, &PyTuple_Type,
-                                     &defaults, &elems, &plan))
+                                     &defaults, &elems, &plan, &plan_direct))
         return -1;
     Py_ssize_t n = codes.len;
     int rc = -1;
@@ -409,6 +447,12 @@ static int core_init(PyObject *self, PyObject *args, PyObject *kw) {
     if (!k->configs) goto done;
     k->launch = (ql_launch_fn)(uintptr_t)launch;
     k->plan = (ql_plan_fn)(uintptr_t)plan;
+    k->plan_direct = (ql_plan_direct_fn)(uintptr_t)plan_direct;
+    const int long_layout = pyargs_long_layout();
+    if (k->host_array && long_layout >= 0) /* else array_type stays NULL: no direct launch */
+        k->pyargs = (ql_pyargs){.array_type = k->host_array, .float_type = &PyFloat_Type,
+                                .long_type = &PyLong_Type, .long_layout = (uint32_t)long_layout,
+                                .dtype_ok = (const void *const *)k->elem_ok};
     rc = 0;
 done:
     Py_XDECREF(sz);

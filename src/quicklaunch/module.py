@@ -57,6 +57,8 @@ class Kernel(_launch.KernelCore):
             error_hook=error_hook, dlpack_device=dev.backend.dlpack_device,
             # the backend's planner, for launches through its own entry (not a stub's)
             plan=dev.backend.plan_entry if launch_entry == dev.backend.launch_entry else 0,
+            plan_direct=dev.backend.plan_direct_entry
+            if launch_entry == dev.backend.launch_entry else 0,
             defaults=(defaults := _defaults(module, name, params)),
             elems=(elems := elements(params,
                                      template_types(getattr(module, "source", None), name))))

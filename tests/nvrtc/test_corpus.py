@@ -73,6 +73,8 @@ def name_expressions(case: str) -> list[str]:
         return list(_cpu("test_limits_cpu").NAME_EXPRESSIONS)
     if case == "test_bundles.SOURCE":
         return ["fill<float>", "fill<int>"]
+    if case == "test_direct_launch.SOURCE":
+        return [e for e in _cpu("test_direct_launch").EXPRS if e.startswith("echo<")]
     return []
 
 

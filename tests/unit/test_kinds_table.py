@@ -35,6 +35,7 @@ def test_messages_name_each_kind_as_kinds_h_does(tag):
 def test_the_cpu_cache_key_covers_kinds_h_and_every_shim_header():
     material = toolchain.headers_digest_material()
     assert kinds.HEADER.read_bytes() in material
+    assert toolchain.PYARGS_HEADER.read_bytes() in material   # ql_cpu_abi.h's other include
     for path in toolchain.INCLUDE_DIR.rglob("*.h"):
         assert path.read_bytes() in material, path
     assert b"cooperative_groups/reduce.h\0" in material

@@ -176,6 +176,7 @@ def test_the_fast_path_includes_nothing_from_backends():
         todo += graph.get(f, ())
     assert not [f for f in seen if "backends" in f.parts]
     assert (PKG / "kinds.h").resolve() in seen
+    assert (PKG / "ql_pyargs.h").resolve() in seen
 
 
 @pytest.mark.parametrize("row", REGISTRY, ids=lambda r: r.kind)

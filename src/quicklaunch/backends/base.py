@@ -111,6 +111,7 @@ class Backend(Protocol):
     cuda_stream_protocol: bool      # its streams export __cuda_stream__
     launch_entry: int               # address of the cuLaunchKernel-shaped entry
     plan_entry: int                 # address of its planner (_launch_core.h's ql_plan_fn), or 0
+    plan_direct_entry: int          # its direct launches' planner (ql_plan_direct_fn), or 0
     entry_library: str              # the shared library that exports it (C baselines)
     inline_threads: int             # launches up to this size keep the GIL
     error_hook: Callable[[Any, int], BaseException | None]

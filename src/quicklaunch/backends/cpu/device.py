@@ -31,6 +31,7 @@ class CpuBackend:
         self.limits = Limits()
         self.launch_entry = runtime.launch_entry()
         self.plan_entry = runtime.plan_entry()
+        self.plan_direct_entry = runtime.plan_direct_entry()
         self.entry_library = str(runtime.library_path())
         self.inline_threads = runtime.inline_threads()
         self.error_hook = runtime.error_hook

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import _ctypes
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 
 class _Param(ctypes.Structure):
@@ -37,7 +37,8 @@ class _Kernel(ctypes.Structure):
     _fields_ = [("expr", ctypes.c_char_p), ("function", ctypes.c_void_p),
                 ("run", ctypes.c_void_p), ("nparams", ctypes.c_uint32),
                 ("tier", ctypes.c_uint32), ("params", ctypes.POINTER(_Param)),
-                ("fault", ctypes.c_void_p), ("small", ctypes.c_void_p)]
+                ("fault", ctypes.c_void_p), ("small", ctypes.c_void_p),
+                ("direct", ctypes.c_void_p)]
 
 
 class _Module(ctypes.Structure):

@@ -89,6 +89,39 @@ static int launch_planned_small(const void *plan, void **params) {
     return err.code ? ql_cpu_failed_launch(&err) : QL_CPU_SUCCESS;
 }
 
+/* A plan of launch_planned_small's shape whose kernel has a direct entry:
+ * the same launch, its arguments read by the module from the Python objects
+ * (ql_cpu_direct_fn). Returns QL_CPU_NOT_DIRECT, having run nothing, when
+ * the module does not read one of them, when streams have work queued, or
+ * on a thread's first launch: the launcher then takes launch_planned_small
+ * with a parameter block, which handles each. */
+#define QL_CPU_NOT_DIRECT (-1)
+static int launch_planned_direct(const void *plan, void *const *args, const ql_pyargs *py) {
+    const ql_cpu_plan *p = (const ql_cpu_plan *)plan;
+    if (__builtin_expect(atomic_load_explicit(&ql_async_pending, memory_order_relaxed) != 0, 0) ||
+        __builtin_expect(!ql_thread_ready, 0))
+        return QL_CPU_NOT_DIRECT;
+    ql_cpu_error err;
+    err.code = err.ready = 0;
+    int ran = 0; /* read only when nothing faulted (no longjmp came back) */
+    QL_CALL_GUARDED(p->kernel, &err, ran = p->kernel->direct(args, py, &p->dims));
+    if (__builtin_expect(err.code != 0, 0)) return ql_cpu_failed_launch(&err);
+    return ran ? QL_CPU_SUCCESS : QL_CPU_NOT_DIRECT;
+}
+
+typedef int (*ql_cpu_direct_planned_fn)(const void *plan, void *const *args,
+                                        const ql_pyargs *py);
+
+/* The direct launch of a plan from ql_cpu_plan_launch (`planned`, what it
+ * returned), or NULL when its launches take the parameter block: a plan
+ * that is not of one small block, or a kernel without a direct entry. */
+QL_EXPORT ql_cpu_direct_planned_fn ql_cpu_plan_direct(const void *plan,
+                                                      ql_cpu_planned_fn planned) {
+    const ql_cpu_plan *p = (const ql_cpu_plan *)plan;
+    if (!p || planned != launch_planned_small || !p->kernel->direct) return NULL;
+    return launch_planned_direct;
+}
+
 /* Plans a launch of `f` with dims (grid x, y, z, block x, y, z): fills
  * `plan` (`cap` bytes) and returns the function that launches it, or NULL
  * when this configuration takes ql_cpu_launch (a stream, a launch for the

@@ -78,6 +78,12 @@ def plan_entry() -> int:
     return ctypes.cast(library().ql_cpu_plan_launch, ctypes.c_void_p).value
 
 
+def plan_direct_entry() -> int:
+    """Address of ``ql_cpu_plan_direct``: a planned launcher's direct launch,
+    where its kernel's module reads the Python arguments itself."""
+    return ctypes.cast(library().ql_cpu_plan_direct, ctypes.c_void_p).value
+
+
 def inline_threads() -> int:
     """Launches with at most this many CUDA threads run on the caller."""
     return ctypes.c_uint64.in_dll(library(), "ql_cpu_inline_threads").value

@@ -23,9 +23,12 @@ from ...kinds import HEADER as KINDS_HEADER
 from ...options import check_cpu
 
 INCLUDE_DIR = Path(__file__).with_name("include")
-# What kernel modules include: the shim directory, and the kind table
-# (kinds.h), which the shim's ql_cpu_abi.h includes by its relative path.
-SHIM_HEADERS = (INCLUDE_DIR, KINDS_HEADER)
+# The launcher's headers that ql_cpu_abi.h includes by their paths relative
+# to it: the kind table and what a direct entry reads (ql_pyargs.h).
+PYARGS_HEADER = KINDS_HEADER.with_name("ql_pyargs.h")
+PACKAGE_HEADERS = (KINDS_HEADER, PYARGS_HEADER)
+# What kernel modules include: the shim directory and those two.
+SHIM_HEADERS = (INCLUDE_DIR, *PACKAGE_HEADERS)
 
 # -O3 -march=native: kernels are built for this machine and cached per CPU
 # (the compiler's identity, with -march=native resolved to this host's CPU
@@ -267,12 +270,12 @@ def find_compiler() -> Compiler:
 @functools.lru_cache(maxsize=1)
 def headers_digest_material() -> bytes:
     """The contents of every header a kernel module can include from the
-    package (the shim directory, its subdirectories, kinds.h), for cache
-    keys (read once per process)."""
+    package (the shim directory, its subdirectories, kinds.h, ql_pyargs.h),
+    for cache keys (read once per process)."""
     paths = sorted(p for p in INCLUDE_DIR.rglob("*") if p.is_file())
     parts = [p.relative_to(INCLUDE_DIR).as_posix().encode() + b"\0" + p.read_bytes()
              for p in paths]
-    parts.append(b"../../../kinds.h\0" + KINDS_HEADER.read_bytes())
+    parts += [b"../../../" + h.name.encode() + b"\0" + h.read_bytes() for h in PACKAGE_HEADERS]
     return b"\0\0".join(parts)
 
 

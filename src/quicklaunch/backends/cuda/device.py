@@ -45,6 +45,7 @@ class CudaDevice(GpuBackend):
         self.dlpack_device = (DL_CUDA, ordinal)
         self.launch_entry = d.launch_address
         self.plan_entry = 0   # no planned launches: every call takes cuLaunchKernel
+        self.plan_direct_entry = 0
         self.entry_library = drv.library_path()
         handle = c_int()
         d.check(d.cuDeviceGet(byref(handle), ordinal), f"cuDeviceGet({ordinal})")

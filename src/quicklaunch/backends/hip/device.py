@@ -46,6 +46,7 @@ class HipDevice(GpuBackend):
         self.dlpack_device = (DL_ROCM, ordinal)
         self.launch_entry = rt.launch_address
         self.plan_entry = 0   # no planned launches: every call takes hipModuleLaunchKernel
+        self.plan_direct_entry = 0
         self.entry_library = rt.path
         self.make_current()
         name = ctypes.create_string_buffer(256)

@@ -17,12 +17,15 @@
  * relative to this file, so no include directory a user passes can stand
  * in for it. */
 #include "../../../kinds.h"
+/* struct ql_pyargs, what a direct entry reads (below): the launcher's
+ * header beside kinds.h, found the same way. */
+#include "../../../ql_pyargs.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-#define QL_CPU_ABI_VERSION 5u
+#define QL_CPU_ABI_VERSION 6u
 
 /* One parameter as the compiler reflects it; `kind` is an enum ql_kind. */
 typedef struct ql_cpu_param {
@@ -124,6 +127,17 @@ typedef void (*ql_cpu_run_fn)(void **params, const ql_cpu_dims *dims,
  * marks where an assert returns to), debug and memcheck builds. */
 typedef void (*ql_cpu_small_fn)(void **params, const ql_cpu_dims *dims);
 
+/* The small entry's launch read from the Python argument objects themselves
+ * (`args`, one per parameter; ql_pyargs.h): each is checked and read as its
+ * parameter's type, inline, and the block runs as `small` runs it. Returns
+ * 1 once it ran, or 0, having run nothing, when an argument is not one it
+ * reads (the launcher then packs the arguments and calls `small` or `run`).
+ * Called under the runtime's fault guard, as `small` is. NULL where `small`
+ * is, and for kernels with a parameter of another kind (structs, bool,
+ * 8- and 16-bit ints, half types): those always take the parameter block. */
+typedef int (*ql_cpu_direct_fn)(void *const *args, const ql_pyargs *py,
+                                const ql_cpu_dims *dims);
+
 typedef struct ql_cpu_kernel {
     const char *expr;            /* the name or name expression it was built from */
     void *function;              /* the kernel function itself (for its symbol name) */
@@ -133,6 +147,7 @@ typedef struct ql_cpu_kernel {
     const ql_cpu_param *params;
     ql_cpu_fault_fn fault;       /* see ql_cpu_fault */
     ql_cpu_small_fn small;       /* see ql_cpu_small_fn; may be NULL */
+    ql_cpu_direct_fn direct;     /* see ql_cpu_direct_fn; may be NULL */
 } ql_cpu_kernel;
 
 typedef struct ql_cpu_module {

@@ -13,6 +13,7 @@
 #define QL_CPU_EXPORT_H
 
 #include "ql_cpu_abi.h"
+#include "ql_direct.h"
 
 namespace ql_export {
 
@@ -309,6 +310,26 @@ struct entry<void (*)(A...), F> {
     static void small_launch(void **p, const ql_cpu_dims *d) {
         planned(typename make_seq<sizeof...(A)>::type(), p, d);
     }
+    // The table's `direct` entry (ql_cpu_direct_fn): the same launch read
+    // from the Python arguments (ql_direct.h), each into a value of its
+    // parameter's type, so the block runs on values in registers. Kernels
+    // with a parameter no reader takes have none (direct_of below).
+    enum { direct_ok = (1 && ... && py_read<kind_of<A>::value, A>::ok) };
+    template <unsigned... I> struct slots : py_slot<I, A>... {};
+    template <unsigned... I>
+    static inline __attribute__((always_inline)) int direct_seq(seq<I...>, void *const *args,
+                                                                const ql_pyargs *py,
+                                                                const ql_cpu_dims *d) {
+        slots<I...> s;
+        if (!(py_read<kind_of<A>::value, A>::read(args[I], py, I,
+                                                  static_cast<py_slot<I, A> &>(s).v) && ...))
+            return 0;  // nothing has run
+        block_of_few(d, 0, d->block[0], static_cast<py_slot<I, A> &>(s).v...);
+        return 1;
+    }
+    static int direct(void *const *args, const ql_pyargs *py, const ql_cpu_dims *d) {
+        return direct_seq(typename make_seq<sizeof...(A)>::type(), args, py, d);
+    }
 #define QL_SMALL_ENTRY 1
 #endif
     static inline bool is_small(const ql_cpu_dims *d, uint64_t first, uint64_t last) {
@@ -459,6 +480,16 @@ struct fission_warps {
 };
 #endif
 
+#ifdef QL_SMALL_ENTRY
+// An entry's `direct` function for the table, or NULL where it has none.
+template <bool Ok, class E> struct direct_of {
+    static constexpr ql_cpu_direct_fn fn = nullptr;
+};
+template <class E> struct direct_of<true, E> {
+    static constexpr ql_cpu_direct_fn fn = &E::direct;
+};
+#endif
+
 // A noexcept kernel: the same entry, through the plain function pointer type.
 template <class... A, void (*F)(A...) noexcept>
 struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
@@ -473,27 +504,31 @@ struct entry<void (*)(A...) noexcept, F> : entry<void (*)(A...), F> {};
 // expression such as &scale<float, 5> holds commas.
 #define QL_RUN_1 run
 #define QL_RUN_2 run_fibers
-#ifdef QL_SMALL_ENTRY   /* tier 1 has a small entry; fibers never */
+#ifdef QL_SMALL_ENTRY   /* tier 1 has a small entry and a direct one; fibers never */
 #define QL_SMALL_1(...) QL_ENTRY(__VA_ARGS__)::small_launch
+#define QL_DIRECT_1(...) \
+    ::ql_export::direct_of<(bool)QL_ENTRY(__VA_ARGS__)::direct_ok, QL_ENTRY(__VA_ARGS__)>::fn
 #else
 #define QL_SMALL_1(...) nullptr
+#define QL_DIRECT_1(...) nullptr
 #endif
 #define QL_SMALL_2(...) nullptr
+#define QL_DIRECT_2(...) nullptr
 #define QL_KERNEL(name_text, tier, ...)                                        \
     {name_text, reinterpret_cast<void *>(__VA_ARGS__), QL_ENTRY(__VA_ARGS__)::QL_RUN_##tier, \
      (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, tier##u, QL_ENTRY(__VA_ARGS__)::params, \
-     ::ql_export::fault<tier##u>, QL_SMALL_##tier(__VA_ARGS__)},
+     ::ql_export::fault<tier##u>, QL_SMALL_##tier(__VA_ARGS__), QL_DIRECT_##tier(__VA_ARGS__)},
 // A fission row (tier 3 in the table): the kernel's reflection, the
 // generated per-block function's entry (a ql_export::fission type).
 #define QL_KERNEL_FISSION(name_text, fission_entry, ...)                       \
     {name_text, reinterpret_cast<void *>(__VA_ARGS__), fission_entry::run,       \
      (uint32_t)QL_ENTRY(__VA_ARGS__)::nparams, 3u, QL_ENTRY(__VA_ARGS__)::params, \
-     ::ql_export::fault<3u>, nullptr},
+     ::ql_export::fault<3u>, nullptr, nullptr},
 // The table around the rows, closed by a sentinel row, and the module's one
 // export, __ql_module (see ql_cpu_abi.h).
 #define QL_MODULE_BEGIN static const ql_cpu_kernel ql_kernel_table[] = {
 #define QL_MODULE_END(count)                                                   \
-    {0, 0, 0, 0, 0, 0, 0, 0}};                                                    \
+    {0, 0, 0, 0, 0, 0, 0, 0, 0}};                                                    \
     extern "C" __attribute__((visibility("default")))                         \
     const ql_cpu_module __ql_module = {QL_CPU_ABI_VERSION, (count), ql_kernel_table};
 
