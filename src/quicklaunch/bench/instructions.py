@@ -34,6 +34,7 @@ ROWS = {  # row -> the loop's statement (as quicklaunch.bench.launch spells it)
 }
 QUICK_ROWS = ("python loop", "C-ext floor", "configured")
 LOW, HIGH = 20_000, 120_000
+MODULE = "quicklaunch.bench.instructions"   # what the children run (not __main__)
 
 
 def child(row: str, nparams: int, steps: int, device: str) -> None:
@@ -71,7 +72,7 @@ def main_thread_total(out_dir: Path) -> int:
 def count(row: str, nparams: int, steps: int, device: str, valgrind: str) -> int:
     with tempfile.TemporaryDirectory(prefix="ql-instructions-") as tmp:
         cmd = [valgrind, "--tool=callgrind", "--separate-threads=yes",
-               f"--callgrind-out-file={tmp}/cg.%p", sys.executable, "-m", __name__,
+               f"--callgrind-out-file={tmp}/cg.%p", sys.executable, "-m", MODULE,
                "--child", row, str(nparams), str(steps), device]
         env = dict(os.environ, PYTHONHASHSEED="0")
         done = subprocess.run(cmd, capture_output=True, text=True, env=env)
