@@ -402,7 +402,9 @@ static __attribute__((noinline)) PyObject *direct_not_done(Launcher *l, PyObject
     if (status != QL_NOT_DIRECT) return direct_refused(l, args, status);
     for (uint32_t i = 0; i < k->nparams; ++i) {
         PyTypeObject *t = Py_TYPE(args[i]);
-        if (t != k->host_array && t != &PyFloat_Type && t != &PyLong_Type) {
+        const void *const tp = t;
+        if (tp != k->pyargs.array_type && tp != k->pyargs.float_type &&
+            tp != k->pyargs.long_type) {
             Py_XSETREF(l->skip_type, (PyTypeObject *)Py_NewRef(t));
             l->skip_at = i;
             break;
@@ -445,6 +447,7 @@ static PyObject *launcher_vectorcall_entry(PyObject *self, PyObject *const *args
 }
 
 #include "_launch_launcher.h"
+#include "_launch_config.h"
 #include "_launch_types.h"
 
 /* -------------------------------------------------------------- module */

@@ -18,7 +18,8 @@
  *   _launch.c           the fast path: packing, the launch; and, at its
  *                       end, the module
  *   _launch_launcher.h  the Launcher type (its call path is in _launch.c)
- *   _launch_types.h     configurations and the KernelCore type
+ *   _launch_config.h    launch configurations, make_launcher
+ *   _launch_types.h     the KernelCore type
  * Included once, by _launch.c (and by the part headers, for their own
  * reading: the guard keeps it once). */
 #ifndef QL_LAUNCH_CORE_H
@@ -59,10 +60,9 @@ typedef ql_planned_fn (*ql_plan_fn)(void *f, const unsigned dims[6], unsigned sh
  * small block of a kernel whose module reads its own arguments): called
  * with the Python argument objects themselves and the kernel's ql_pyargs.
  * Returns 0 once launched, a backend status when the launch failed, or
- * QL_NOT_DIRECT, having run nothing, when the launch takes the parameter
- * block after all (an argument the module does not read, ...).
- * `plan_direct` answers it for a plan and its planned function, or NULL. */
-#define QL_NOT_DIRECT (-1)
+ * QL_NOT_DIRECT (ql_pyargs.h), having run nothing, when the launch takes
+ * the parameter block after all. `plan_direct` answers it for a plan and
+ * its planned function, or NULL. */
 typedef int (*ql_direct_fn)(const void *plan, PyObject *const *args, const ql_pyargs *py);
 typedef ql_direct_fn (*ql_plan_direct_fn)(const void *plan, ql_planned_fn planned);
 

@@ -1,8 +1,8 @@
 /* quicklaunch._launch: the Launcher type (a kernel bound to one launch
  * configuration): its GC slots, getters, repr and type object.
- * make_launcher() in _launch_types.h builds one; the call path itself
+ * make_launcher() in _launch_config.h builds one; the call path itself
  * (launcher_vectorcall) is in _launch.c. Included once, by _launch.c, after
- * the fast path and before _launch_types.h. Nothing here runs per call. */
+ * the fast path and before _launch_config.h. Nothing here runs per call. */
 
 static int launcher_traverse(PyObject *self, visitproc visit, void *arg) {
     Py_VISIT(((Launcher *)self)->kernel);

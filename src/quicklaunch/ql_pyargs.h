@@ -40,6 +40,12 @@ enum ql_py_long_layout {
     QL_PY_LONG_LV_TAG = 1   /* lv_tag: digits << 3 | sign (0 +, 1 zero, 2 -) (3.12 on) */
 };
 
+/* What a direct launch answers, having run nothing, when the launch takes
+ * the parameter block after all (an argument its module does not read, a
+ * thread's first launch, queued stream work); otherwise 0 or a CUDA-style
+ * status. Shared by the runtime, which answers it, and the launcher. */
+#define QL_NOT_DIRECT (-1)
+
 /* The launcher's part of a direct launch: the exact types it reads, and per
  * parameter the NumPy dtype that parameter accepted last (a pointer
  * parameter's argument must have it; the launcher's general pass checks a

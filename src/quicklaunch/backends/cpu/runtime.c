@@ -91,22 +91,21 @@ static int launch_planned_small(const void *plan, void **params) {
 
 /* A plan of launch_planned_small's shape whose kernel has a direct entry:
  * the same launch, its arguments read by the module from the Python objects
- * (ql_cpu_direct_fn). Returns QL_CPU_NOT_DIRECT, having run nothing, when
- * the module does not read one of them, when streams have work queued, or
- * on a thread's first launch: the launcher then takes launch_planned_small
- * with a parameter block, which handles each. */
-#define QL_CPU_NOT_DIRECT (-1)
+ * (ql_cpu_direct_fn). Returns QL_NOT_DIRECT (ql_pyargs.h), having run
+ * nothing, when the module does not read one of them, when streams have
+ * work queued, or on a thread's first launch: the launcher then takes
+ * launch_planned_small with a parameter block, which handles each. */
 static int launch_planned_direct(const void *plan, void *const *args, const ql_pyargs *py) {
     const ql_cpu_plan *p = (const ql_cpu_plan *)plan;
     if (__builtin_expect(atomic_load_explicit(&ql_async_pending, memory_order_relaxed) != 0, 0) ||
         __builtin_expect(!ql_thread_ready, 0))
-        return QL_CPU_NOT_DIRECT;
+        return QL_NOT_DIRECT;
     ql_cpu_error err;
     err.code = err.ready = 0;
     int ran = 0; /* read only when nothing faulted (no longjmp came back) */
     QL_CALL_GUARDED(p->kernel, &err, ran = p->kernel->direct(args, py, &p->dims));
     if (__builtin_expect(err.code != 0, 0)) return ql_cpu_failed_launch(&err);
-    return ran ? QL_CPU_SUCCESS : QL_CPU_NOT_DIRECT;
+    return ran ? QL_CPU_SUCCESS : QL_NOT_DIRECT;
 }
 
 typedef int (*ql_cpu_direct_planned_fn)(const void *plan, void *const *args,
