@@ -52,6 +52,7 @@ from .fission_codegen import Codegen
 from .fission_guards import Guards
 from .fission_inline import Inliner
 from .fission_remat import Remat
+from .fission_strided import Strided
 from .fission_structure import Structure
 
 ENV = "QUICKLAUNCH_CPU_FISSION"   # "0": every barrier kernel runs as fibers
@@ -69,7 +70,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-23"
+    return f"fission={_libclang_version()}-pass-24"
 
 
 @dataclass
@@ -84,7 +85,7 @@ class Result:
 
 
 
-class _Kernel(Classify, Structure, Codegen, Remat, Guards):
+class _Kernel(Classify, Structure, Strided, Codegen, Remat, Guards):
     """The analysis and rewrite of one kernel definition."""
 
     def __init__(self, ci, fn, src: _Src, main: str, filename: str, defs: dict):
@@ -113,6 +114,7 @@ class _Kernel(Classify, Structure, Codegen, Remat, Guards):
         self.guard_stack: list = []    # while emitting: the enclosing guards' tests
         self.x_locals: set = set()     # locals holding threadIdx.x
         self.wu_locals: set = set()    # locals with a warp-uniform value
+        self.strided = 0               # thread-strided loops, threads innermost
 
 
 
@@ -220,7 +222,11 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
         what = f"{done.barriers - nwarp} barrier(s)" + (
             f" and {nwarp} warp function(s)" if nwarp else "")
         res.tiers[e] = ("fission", f"{what} split into {done.regions} thread loop(s), "
-                        f"{len(done.replicated)} local(s) replicated per thread")
+                        f"{len(done.replicated) - len(getattr(done, 'promoted', ()))} local(s) "
+                        f"replicated per thread")
+        if done.strided:
+            res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
+                            f", {done.strided} thread-strided loop(s) run threads innermost")
         if nwarp:
             res.warps.add(e)
         if getattr(done, "inlined", 0):

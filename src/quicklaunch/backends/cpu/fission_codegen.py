@@ -101,13 +101,11 @@ class Codegen:
         out.append(self.src.text(pos, b))
         return "".join(out)
 
-    def thread_loop(self, rid, body_text: str, names_used: set, declared=(),
-                    write=True, written=None) -> str:
-        """A loop over the block's threads around `body_text`. Replicated
-        locals are copied in at the start and out at the end (a register in
-        the loop, not memory that the kernel's pointers might alias); out
-        only those the region declares or may write (`written`: hashes, None
-        for all), since the scratch still holds the others' values."""
+    def copies(self, names_used, declared, written):
+        """(loads, stores) of a thread loop's replicated locals: those it uses
+        loaded from the thread's scratch slot (or rematerialised) at the top
+        of its body; at the end, stored back those it declares or may write
+        (`written`: hashes, None for all; arrays are the scratch itself)."""
         names_used = self.with_inputs(names_used) - set(declared)
         order = sorted(names_used, key=lambda h: self.index[h])
         refs = "".join(f"__ql_T{self.index[h]} "
@@ -116,12 +114,21 @@ class Codegen:
                        + (f"({self.remat[h]}); " if h in self.remat else
                           f"__ql_r{self.index[h]}[__ql_t]; ")
                        for h in order)
-        if write:   # arrays are the scratch itself: nothing to copy out
-            stored = set(names_used) if written is None else set(names_used) & set(written)
-            outs = "".join(f" __ql_r{self.index[h]}[__ql_t] = {self.replicated[h].spelling};"
-                           for h in sorted(stored | set(declared),
-                                           key=lambda h: self.index[h])
-                           if not self.is_array(self.replicated[h]) and h not in self.remat)
+        stored = set(names_used) if written is None else set(names_used) & set(written)
+        outs = "".join(f" __ql_r{self.index[h]}[__ql_t] = {self.replicated[h].spelling};"
+                       for h in sorted(stored | set(declared), key=lambda h: self.index[h])
+                       if not self.is_array(self.replicated[h]) and h not in self.remat)
+        return refs, outs
+
+    def thread_loop(self, rid, body_text: str, names_used: set, declared=(),
+                    write=True, written=None) -> str:
+        """A loop over the block's threads around `body_text`. Replicated
+        locals are copied in at the start and out at the end (a register in
+        the loop, not memory that the kernel's pointers might alias); out
+        only those the region declares or may write (`written`: hashes, None
+        for all), since the scratch still holds the others' values."""
+        refs, outs = self.copies(names_used, declared, written if write else ())
+        if write:
             body_text = body_text + "\n" + outs
         skip = "if (__ql_exited[__ql_t]) continue; " if self.returns else ""
         if self.guard_stack:   # inside warp-uniform branches: their threads only
@@ -157,6 +164,10 @@ class Codegen:
                     written |= set(self.written_vars(st))
                 out.append(self.thread_loop(rid, text, self.region_uses(rid, declared),
                                             declared, written=written))
+                if self.returns:
+                    out.append("\nif (__ql_gone == __ql_n) return;")
+            elif k == "strided":   # fission_strided.py
+                out.append(self.emit_strided(it[1], it[2], it[3]))
                 if self.returns:
                     out.append("\nif (__ql_gone == __ql_n) return;")
             elif k == "barrier":
@@ -242,8 +253,8 @@ class Codegen:
         return out
 
     def generate(self, fname: str) -> str:
+        self.remat = self.rematerialisable()   # fission_remat.py (may add to replicated)
         self.index = {h: i for i, h in enumerate(self.replicated)}
-        self.remat = self.rematerialisable()   # fission_remat.py
         fn = self.fn
         tmpl = ""
         if fn.kind == self.CK.FUNCTION_TEMPLATE:

@@ -25,7 +25,9 @@ class Remat:
         written = set(self.written_vars(self.body))
         out = {}
         self.remat_inputs = {}
-        for h, v in self.replicated.items():
+        helpers = self._helper_candidates(written)
+        for h, v in sorted({**self.replicated, **helpers}.items(),
+                           key=lambda hv: hv[1].extent.start.offset):
             if self.is_array(v) or h in written or v.type.is_volatile_qualified():
                 continue
             inits = [c for c in v.get_children() if c.kind not in (
@@ -38,7 +40,45 @@ class Remat:
             init = inits[0]
             out[h] = self.src.text(init.extent.start.offset, init.extent.end.offset)
             self.remat_inputs[h] = inputs
+        # helpers that a rematerialised local reads become replicated locals
+        # rematerialised themselves (never stored: they have no scratch use)
+        needed, todo = set(), [h for h in out if h in self.replicated]
+        while todo:
+            for i in self.remat_inputs.get(todo.pop(), ()):
+                if i in helpers and i not in needed:
+                    needed.add(i)
+                    todo.append(i)
+        for h in helpers:
+            if h not in needed:
+                out.pop(h, None)
+                self.remat_inputs.pop(h, None)
+        if needed:
+            self.promoted = needed
+            self.replicated = dict(sorted({**self.replicated, **{h: helpers[h] for h in needed}}
+                                          .items(), key=lambda hv: hv[1].extent.start.offset))
         return out
+
+    def _helper_candidates(self, written) -> dict:
+        """Locals used in one region only that a replicated local's
+        initialiser may read (`const int row = blockIdx.x * blockDim.y +
+        threadIdx.y;` before `const float *xr = x + row * cols;`): declared
+        alone at a region's top level, never written, a name no other local
+        of the kernel has. Rematerialised with the local that reads them,
+        `xr` is the same pointer for a row's threads in every region, not a
+        value loaded per thread (which no vector loop can use)."""
+        CK = self.CK
+        names: dict = {}
+        for x, _ in _walk(self.body):
+            if x.kind == CK.VAR_DECL:
+                names[x.spelling] = names.get(x.spelling, 0) + 1
+        alone = {vds[0].hash for st in self.top_decls
+                 for vds in [[v for v in st.get_children() if v.kind == CK.VAR_DECL]]
+                 if len(vds) == 1}
+        return {h: v for h, v in self.locals.items()
+                if h not in self.replicated and h in alone and h not in written and
+                h not in self.uniform and (self.decl_region.get(h) or 0) > 0 and
+                names.get(v.spelling) == 1 and not self.is_array(v) and
+                v.type.get_canonical().kind.name not in ("RECORD", "ELABORATED")}
 
     def _assigned_by_equals(self, v) -> bool:
         """`T v = expr` (not a constructor call or a brace list)."""

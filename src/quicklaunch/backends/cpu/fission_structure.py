@@ -120,6 +120,7 @@ class Structure:
 
     def sequence(self, stmts, counters, prev_barrier):
         """Items for a statement list: ('region', rid, [(cursor, extra_edits)]),
+        ('strided', rid, cursor, plan) (fission_strided.py),
         ('barrier', kind, pred, bid), ('for'/'while', header, items),
         ('if', cond, then, else), ('block', items)."""
         CK = self.CK
@@ -138,6 +139,16 @@ class Structure:
                 continue
             if not self.contains_barrier(st):
                 if st.kind == CK.NULL_STMT:
+                    continue
+                self.counters_now = counters
+                plan = self.strided_loop(st)   # fission_strided.py
+                if plan is not None:   # a region of its own, threads innermost
+                    flush()
+                    rid = self.new_region()
+                    items.append(("strided", rid, st, plan))
+                    self.scan_region(st, rid, top=True)
+                    self.strided += 1
+                    last_barrier = False
                     continue
                 if cur is None:
                     cur = ["region", self.new_region(), []]

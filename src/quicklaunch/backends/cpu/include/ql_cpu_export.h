@@ -414,6 +414,19 @@ template <class T> static inline T *scratch_take(char *&p, unsigned n) {
     p += scratch_bytes<T>(n);
     return r;
 }
+// A fission loop that runs a row of threads at once (fission_strided.py):
+// fault and timeout reports read threadIdx as (?, y, z) until the next
+// thread loop stores a thread. Volatile stores and a compiler barrier, so
+// that neither is dropped as dead (nothing in the loop reads them) nor
+// moved past the loop's first memory access.
+static inline void row_of_threads(unsigned y, unsigned z) {
+    volatile unsigned *t = &::threadIdx.x;
+    t[0] = QL_CPU_UNKNOWN;
+    t[1] = y;
+    t[2] = z;
+    __asm__ __volatile__("" ::: "memory");
+}
+
 // No thread_local destructor frees it: a pending one keeps glibc from
 // unloading the module (and the pool's workers live as long as the process);
 // a thread that exits (a stream's) leaves its scratch behind.

@@ -14,12 +14,25 @@
 #define QL_MATH_H
 
 /* ------------------------------------------------------------- bit casts */
+/* __builtin_bit_cast is a value conversion; the memcpy fallback is a
+ * character-typed access that GCC assumes may alias anything, which stops it
+ * vectorising a loop with other stores (expf's table read, in a fission
+ * thread loop that stores replicated locals). */
 template <typename To, typename From>
 QL_FN To ql_bit_cast(const From &from) {
     static_assert(sizeof(To) == sizeof(From), "ql_bit_cast: size mismatch");
+#if defined(__has_builtin)
+#if __has_builtin(__builtin_bit_cast)
+#define QL_HAS_BIT_CAST 1
+#endif
+#endif
+#ifdef QL_HAS_BIT_CAST
+    return __builtin_bit_cast(To, from);
+#else
     To to;
     __builtin_memcpy(&to, &from, sizeof(To));
     return to;
+#endif
 }
 
 QL_FN int __float_as_int(float x) { return ql_bit_cast<int>(x); }
