@@ -95,6 +95,19 @@ __global__ void guarded(const float *x, float *out, int cols) {
     out[threadIdx.y * 32 + threadIdx.x] = acc;
 }
 
+// The counter has the name of a local the loop's other locals are rebuilt
+// from (`p` from `c`, both rematerialised in the loop's region).
+__global__ void shadowed(const float *x, float *out, int n) {
+    __shared__ float s[64];
+    const int c = threadIdx.x * 2;
+    const float *p = x + c % 3;
+    float acc = 0.f;
+    for (int c = threadIdx.x; c < n; c += 64) acc += p[c];
+    s[threadIdx.x] = acc;
+    __syncthreads();
+    out[threadIdx.x] = s[63 - threadIdx.x] + (float)c;
+}
+
 // Loops that stay in their thread loop: their threads' order would show,
 // or the pass cannot prove every thread's counter.
 __global__ void kept(const float *x, float *out, int *count, const int *len, int n) {
@@ -112,8 +125,9 @@ __global__ void kept(const float *x, float *out, int *count, const int *len, int
 }
 """
 
-KERNELS = ["softmax_rows", "grid_sum", "forms", "exited", "guarded", "kept"]
-INTERCHANGED = {"softmax_rows": 2, "grid_sum": 1, "forms": 4, "exited": 1, "guarded": 1}
+KERNELS = ["softmax_rows", "grid_sum", "forms", "exited", "guarded", "shadowed", "kept"]
+INTERCHANGED = {"softmax_rows": 2, "grid_sum": 1, "forms": 4, "exited": 1, "guarded": 1,
+                "shadowed": 1}
 
 prefetch_job = tier_prefetch(SOURCE)
 compile_ahead = compile_tier_ahead
@@ -220,6 +234,16 @@ def test_under_a_warp_uniform_branch(mods, rng, cols):
         acc = np.array([x[r * cols + i:(r + 1) * cols:32].astype(np.float64).sum()
                         for i in range(32)])
         np.testing.assert_allclose(got[r], acc + acc[np.arange(32) ^ 1], rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("n", [1, 63, 300])
+def test_a_counter_shadowing_a_local(mods, rng, n):
+    x = rng.standard_normal(n + 2).astype(np.float32)
+    out = poisoned(64, np.float32)
+    _, out, _ = _both(mods, "shadowed", 1, 64, x, out, n)
+    t = np.arange(64)
+    acc = np.array([x[i + (2 * i) % 3:n + (2 * i) % 3:64].astype(np.float64).sum() for i in t])
+    np.testing.assert_allclose(out, acc[63 - t] + 2 * t, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("n", [7, 200])

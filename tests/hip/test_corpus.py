@@ -84,6 +84,8 @@ WAVE64_EXCLUDED = {   # source -> the 32-lane warp code in it
     "test_fission_inline.INLINE_SOURCE": "helpers shuffling over 0xffffffff, lane = "
                                          "threadIdx.x % 32",
     "test_fission_inline.REFUSED_SOURCE": "helpers shuffling over 0xffffffff",
+    "test_fission_strided.SOURCE": "rows of 32 threads (c += 32) merged by shuffles over "
+                                   "0xffffffff",
 }
 ADAPT = {   # source -> (extra options, why, the error without)
     "test_module.SOURCE": (["-DOPTION_VALUE=41"], "the CPU test passes the same option",

@@ -246,16 +246,18 @@ class Strided:
         hdr = self.line(st.extent.start.offset)
 
         def lanes(last: bool) -> str:
-            test = f"if (!({name} {op} ({bound}))) break; " if last else ""
-            # (the counter is an induction variable of its own, not c0 plus a
-            # converted lane index, so that element accesses stay affine)
+            test = f"if (!(__ql_cx{rid} {op} ({bound}))) break; " if last else ""
+            # The counter is an induction variable of its own, not c0 plus a
+            # converted lane index, so that element accesses stay affine; it
+            # is declared in a scope of its own, inside the thread's copies of
+            # the replicated locals (a local of the kernel may have its name).
             return (f"__ql_C{rid} __ql_cx{rid} = __ql_c{rid}; "
                     f"for (size_t __ql_i = 0; __ql_i < __ql_bx; ++__ql_i, ++__ql_cx{rid}) {{ "
                     "const size_t __ql_t = __ql_t0 + __ql_i; const unsigned __ql_x = "
-                    f"(unsigned)__ql_i; "
+                    f"(unsigned)__ql_i; {test}"
                     f"{skip}{{ const uint3 threadIdx = {{__ql_x, __ql_y, __ql_z}}; "
-                    f"(void)threadIdx; __ql_C{rid} {name} = __ql_cx{rid}; "
-                    f"{test}{refs}\ndo {text}\n while (0);\n{outs}\n}} }}")
+                    f"(void)threadIdx; {refs}{{ __ql_C{rid} {name} = __ql_cx{rid};"
+                    f"\ndo {text}\n while (0);\n}}{outs}\n}} }}")
         return (f"\n{{ using __ql_C{rid} = {plan['type']};"
                 "\nfor (unsigned __ql_z = 0; __ql_z < __ql_bz; ++__ql_z) { "
                 "for (unsigned __ql_y = 0; __ql_y < __ql_by; ++__ql_y) { "
