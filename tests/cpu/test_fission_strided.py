@@ -164,7 +164,7 @@ def test_generated_code():
     assert "xr = (x + (size_t)row * cols);" in soft and "] = xr;" not in soft
     kept = code[code.index("__ql_fission_kept"):]
     assert "__ql_cx" not in kept   # no loop of `kept` interchanged
-    assert soft.count("for (size_t __ql_i = 0") == 4   # two loops, full and last steps
+    assert soft.count("++__ql_i, ++__ql_cx") == 4   # two loops, full and last steps
 
 
 @pytest.mark.parametrize("cols", [1, 31, 32, 33, 100, 768])

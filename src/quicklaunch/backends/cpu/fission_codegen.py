@@ -11,6 +11,19 @@ from .clang_front import _children, _qualified, _strip, _walk
 from .fission_classify import Refuse
 
 
+# Before every loop over a block's threads: its iterations are different
+# CUDA threads between two barriers, which CUDA does not order (a thread
+# that reads what another writes there races), and each thread's own locals
+# and scratch slots are its own: no iteration depends on another, which the
+# compiler cannot prove through the block's scratch (one allocation) and
+# the kernel's pointers. Told so, it vectorises loops that gather (a
+# shuffle's lanes) next to the thread's own stores, as PoCL marks its
+# work-item loops parallel. Reductions over the threads (the counts of
+# __syncthreads_count, exited threads) are scalars: still reductions.
+PARALLEL = ("\n#if defined(__clang__)\n#pragma clang loop vectorize(assume_safety)\n"
+            "#else\n#pragma GCC ivdep\n#endif\n")
+
+
 class Codegen:
     # --------------------------------------------------------------- code
     def line(self, offset) -> str:
@@ -136,10 +149,16 @@ class Codegen:
         tail = f" __ql_next{rid}:;" if self.returns else ""
         # The thread's coordinates are stored for what the region calls (and
         # for assert and fault reports) and read from a local shadow.
-        return ("\nfor (unsigned __ql_z = 0, __ql_t = 0; __ql_z < __ql_bz; ++__ql_z) { "
-                "::threadIdx.z = __ql_z; for (unsigned __ql_y = 0; __ql_y < __ql_by; ++__ql_y) { "
-                "::threadIdx.y = __ql_y; for (unsigned __ql_x = 0; __ql_x < __ql_bx; "
-                f"++__ql_x, ++__ql_t) {{ ::threadIdx.x = __ql_x; {skip}{{ "
+        # The thread's slot is the row's first plus a size_t induction
+        # variable (affine, so the scratch accesses are consecutive to the
+        # vectoriser; an unsigned counter carried across rows is not).
+        return ("\nfor (unsigned __ql_z = 0; __ql_z < __ql_bz; ++__ql_z) { "
+                "__ql_tid.z = __ql_z; for (unsigned __ql_y = 0; __ql_y < __ql_by; ++__ql_y) { "
+                "__ql_tid.y = __ql_y; const size_t __ql_t0 = ((size_t)__ql_z * __ql_by + "
+                f"__ql_y) * __ql_bx; {PARALLEL}for (size_t __ql_i = 0; __ql_i < __ql_bx; "
+                "++__ql_i) { "
+                "const unsigned __ql_x = (unsigned)__ql_i; const size_t __ql_t = __ql_t0 + __ql_i; "
+                f"__ql_tid.x = __ql_x; {skip}{{ "
                 "const uint3 threadIdx = {__ql_x, __ql_y, __ql_z}; (void)threadIdx; "
                 f"{refs}{body_text}\n}}{tail} }} }} }}")
 
@@ -286,7 +305,10 @@ class Codegen:
                  "const unsigned __ql_n = __ql_bx * __ql_by * __ql_bz; (void)__ql_n;",
                  # launch-uniform coordinates read once, not through TLS per thread
                  "const uint3 blockIdx = ::blockIdx; const dim3 blockDim = ::blockDim, "
-                 "gridDim = ::gridDim; (void)blockIdx; (void)blockDim; (void)gridDim;"]
+                 "gridDim = ::gridDim; (void)blockIdx; (void)blockDim; (void)gridDim;",
+                 # the thread-local coordinates' address once (in a module
+                 # loaded with dlopen each access is a call otherwise)
+                 "uint3 &__ql_tid = ::threadIdx;"]
         sizes = []
         for h, i in self.index.items():
             v = self.replicated[h]

@@ -44,6 +44,7 @@ from __future__ import annotations
 import os
 
 from .clang_front import _children, _in_main, _strip, _walk
+from .fission_codegen import PARALLEL
 
 _INTS = {"INT", "UINT", "LONG", "ULONG", "LONGLONG", "ULONGLONG"}
 # The shim's headers whose functions are pure arithmetic
@@ -252,7 +253,8 @@ class Strided:
             # is declared in a scope of its own, inside the thread's copies of
             # the replicated locals (a local of the kernel may have its name).
             return (f"__ql_C{rid} __ql_cx{rid} = __ql_c{rid}; "
-                    f"for (size_t __ql_i = 0; __ql_i < __ql_bx; ++__ql_i, ++__ql_cx{rid}) {{ "
+                    f"{PARALLEL}for (size_t __ql_i = 0; __ql_i < __ql_bx; "
+                    f"++__ql_i, ++__ql_cx{rid}) {{ "
                     "const size_t __ql_t = __ql_t0 + __ql_i; const unsigned __ql_x = "
                     f"(unsigned)__ql_i; {test}"
                     f"{skip}{{ const uint3 threadIdx = {{__ql_x, __ql_y, __ql_z}}; "
@@ -261,7 +263,7 @@ class Strided:
         return (f"\n{{ using __ql_C{rid} = {plan['type']};"
                 "\nfor (unsigned __ql_z = 0; __ql_z < __ql_bz; ++__ql_z) { "
                 "for (unsigned __ql_y = 0; __ql_y < __ql_by; ++__ql_y) { "
-                "::ql_export::row_of_threads(__ql_y, __ql_z); "
+                "::ql_export::row_of_threads(__ql_tid, __ql_y, __ql_z); "
                 "const size_t __ql_t0 = ((size_t)__ql_z * __ql_by + __ql_y) * __ql_bx; "
                 "const uint3 threadIdx = {0u, __ql_y, __ql_z}; (void)threadIdx;"
                 f"{hdr}for (__ql_C{rid} __ql_c{rid} = (__ql_C{rid})({plan['offset']}); "

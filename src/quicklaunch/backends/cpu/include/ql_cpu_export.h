@@ -419,8 +419,8 @@ template <class T> static inline T *scratch_take(char *&p, unsigned n) {
 // thread loop stores a thread. Volatile stores and a compiler barrier, so
 // that neither is dropped as dead (nothing in the loop reads them) nor
 // moved past the loop's first memory access.
-static inline void row_of_threads(unsigned y, unsigned z) {
-    volatile unsigned *t = &::threadIdx.x;
+static inline void row_of_threads(uint3 &tid, unsigned y, unsigned z) {
+    volatile unsigned *t = &tid.x;
     t[0] = QL_CPU_UNKNOWN;
     t[1] = y;
     t[2] = z;
