@@ -149,15 +149,16 @@ class Codegen:
         tail = f" __ql_next{rid}:;" if self.returns else ""
         # The thread's coordinates are stored for what the region calls (and
         # for assert and fault reports) and read from a local shadow.
-        # The thread's slot is the row's first plus a size_t induction
+        # The thread's slot is the row's first plus the row's induction
         # variable (affine, so the scratch accesses are consecutive to the
-        # vectoriser; an unsigned counter carried across rows is not).
+        # vectoriser; an unsigned counter carried across rows is not). The
+        # induction variable is threadIdx.x itself, so a condition on it
+        # (`if (tid < k)`) splits the loop.
         return ("\nfor (unsigned __ql_z = 0; __ql_z < __ql_bz; ++__ql_z) { "
                 "__ql_tid.z = __ql_z; for (unsigned __ql_y = 0; __ql_y < __ql_by; ++__ql_y) { "
                 "__ql_tid.y = __ql_y; const size_t __ql_t0 = ((size_t)__ql_z * __ql_by + "
-                f"__ql_y) * __ql_bx; {PARALLEL}for (size_t __ql_i = 0; __ql_i < __ql_bx; "
-                "++__ql_i) { "
-                "const unsigned __ql_x = (unsigned)__ql_i; const size_t __ql_t = __ql_t0 + __ql_i; "
+                f"__ql_y) * __ql_bx; {PARALLEL}for (unsigned __ql_x = 0; __ql_x < __ql_bx; "
+                "++__ql_x) { const size_t __ql_t = __ql_t0 + __ql_x; "
                 f"__ql_tid.x = __ql_x; {skip}{{ "
                 "const uint3 threadIdx = {__ql_x, __ql_y, __ql_z}; (void)threadIdx; "
                 f"{refs}{body_text}\n}}{tail} }} }} }}")

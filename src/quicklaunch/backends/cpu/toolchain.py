@@ -34,15 +34,10 @@ SHIM_HEADERS = (INCLUDE_DIR, *PACKAGE_HEADERS)
 # (the compiler's identity, with -march=native resolved to this host's CPU
 # features by resolved_target(), and these flags are in the key). -ffp-contract=fast
 # matches CUDA's default FMA contraction; -fno-math-errno lets sqrtf inline as
-# on a GPU; -fno-trapping-math: a GPU has no floating-point traps, and without
-# it GCC will not if-convert a select of floats (expf's clamps), so a thread
-# loop calling expf stays scalar (values are unchanged: it only lets the
-# compiler evaluate an operation whose exception flags nothing reads);
-# -fno-ipa-icf keeps two identical kernels at two addresses;
+# on a GPU; -fno-ipa-icf keeps two identical kernels at two addresses;
 # -fvisibility=hidden keeps each module's statics (__shared__ in inline and
 # template kernels) its own instead of process-wide unique symbols.
-RELEASE_FLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno",
-                 "-fno-trapping-math")
+RELEASE_FLAGS = ("-O3", "-march=native", "-ffp-contract=fast", "-fno-math-errno")
 DEBUG_FLAGS = ("-O0", "-g", "-DQL_DEBUG=1")
 # A memcheck build (debug == "memcheck": memcheck.py) is a debug build whose
 # loads and stores call the module's own checker first (ql_memcheck.h).

@@ -32,9 +32,14 @@ static const double ql_exp2_32[32] __attribute__((unused)) = {
 };
 
 QL_FN float ql_expf(float xf) {
-    double x = (double)xf;
-    x = x < -150.0 ? -150.0 : x;     /* below: 0 after rounding; the clamp keeps */
-    x = x > 89.0 ? 89.0 : x;         /* k in range; above: +inf after rounding */
+    /* Straight-line code, no branch and no floating-point select: under the
+     * default -ftrapping-math the compiler keeps any such branch (and moves
+     * the double arithmetic after it into both arms), and a loop with a
+     * branch stays scalar. Out-of-range arguments run through the same
+     * arithmetic on garbage (the table index is masked, the shifts are
+     * unsigned) and have their results replaced by integer masks at the end:
+     * below -150 the result rounds to 0, above 89 to +inf. */
+    const double x = (double)xf;
     const double shift = 0x1.8p52;   /* adding it rounds to an integer in the low bits */
     double kd = x * 0x1.71547652b82fep+5 + shift; /* 32 / ln 2 */
     const unsigned long long kb = ql_bit_cast<unsigned long long>(kd);
@@ -45,8 +50,14 @@ QL_FN float ql_expf(float xf) {
     const double s = ql_bit_cast<double>(ql_bit_cast<unsigned long long>(ql_exp2_32[kb & 31]) +
                                          ((kb >> 5) << 52));
     const double p = 1.0 + u * (1.0 + u * (0.5 + u * (1.0 / 6.0 + u * (1.0 / 24.0))));
-    const float r = (float)(s * p);
-    return xf != xf ? xf + xf : r;
+    const unsigned r = ql_bit_cast<unsigned>((float)(s * p));
+    /* quiet compares (false for a NaN, raising nothing) */
+    const unsigned big = 0u - (unsigned)__builtin_isgreater(xf, 89.0f);
+    const unsigned small = 0u - (unsigned)__builtin_isless(xf, -150.0f);
+    const unsigned nan = 0u - (unsigned)(xf != xf);   /* comes back quiet, as xf + xf */
+    const unsigned in_range = ~(big | small | nan);
+    return ql_bit_cast<float>((r & in_range) | (0x7f800000u & big) |
+                              ((ql_bit_cast<unsigned>(xf) | 0x00400000u) & nan));
 }
 
 #endif

@@ -84,10 +84,14 @@ QL_FN unsigned long long ullmin(unsigned long long a, unsigned long long b) { re
 QL_FN unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
 
 /* fmin/fmax with C's NaN rule (a NaN argument yields the other one), written
- * as compare-and-select so loops using them still vectorise. */
-#define QL_FMINMAX(T, MINF, MAXF)                                            \
-    QL_FN T MINF(T a, T b) { return (a < b || b != b) ? a : b; }             \
-    QL_FN T MAXF(T a, T b) { return (a > b || b != b) ? a : b; }
+ * as compare-and-select so loops using them still vectorise. The compares are
+ * the quiet ones (isless: false for a NaN, as < is, but raising no invalid
+ * flag), which the compiler may evaluate unconditionally under the default
+ * -ftrapping-math: with < it keeps a branch, and a loop with one stays
+ * scalar. */
+#define QL_FMINMAX(T, MINF, MAXF)                                                   \
+    QL_FN T MINF(T a, T b) { return (__builtin_isless(a, b) || b != b) ? a : b; }    \
+    QL_FN T MAXF(T a, T b) { return (__builtin_isgreater(a, b) || b != b) ? a : b; }
 QL_FMINMAX(float, ql_fminf, ql_fmaxf)
 QL_FMINMAX(double, ql_fmin, ql_fmax)
 QL_FMINMAX(float, ql_fmin, ql_fmax)
