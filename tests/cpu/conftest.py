@@ -92,6 +92,12 @@ def compile_tier_ahead(job):
             os.environ["QUICKLAUNCH_CPU_FISSION"] = before
 
 
+def run_as_fission(mods, name, grid, block, *args):
+    """run_both_tiers, after checking that `name` runs as fission."""
+    assert mods[0][name].tier == "fission", mods[0][name].attributes["tier_reason"]
+    return run_both_tiers(mods, name, grid, block, *args)
+
+
 def run_both_tiers(mods, name, grid, block, *args):
     """Runs kernel `name` of both modules (both_tiers) on copies of `args`:
     the arrays must come out the same bits. Returns fission's arguments."""

@@ -7,7 +7,7 @@ match NumPy."""
 import numpy as np
 import pytest
 
-from .conftest import both_tiers, run_both_tiers, compile_tier_ahead, tier_prefetch
+from .conftest import both_tiers, run_as_fission, compile_tier_ahead, tier_prefetch
 
 SOURCE = r"""
 // tid, i and j chain: each is rebuilt in every region from the coordinates
@@ -61,17 +61,12 @@ def mods(cpu):
     return both_tiers(cpu, SOURCE)
 
 
-def _both(mods, name, grid, block, *args):
-    assert mods[0][name].tier == "fission", mods[0][name].attributes["tier_reason"]
-    return run_both_tiers(mods, name, grid, block, *args)
-
-
 @pytest.mark.parametrize("n, stride", [(1, 3), (255, -2), (256 * 5 + 17, 7)])
 def test_chained_locals(mods, rng, n, stride):
     x = rng.standard_normal(n).astype(np.float32)
     out = np.full(n, np.nan, np.float32)
     grid = -(-n // 256)
-    _, out, _, _ = _both(mods, "chained", grid, 256, x, out, n, stride)
+    _, out, _, _ = run_as_fission(mods, "chained", grid, 256, x, out, n, stride)
     pad = np.zeros(grid * 256, np.float32)
     pad[:n] = x
     sums = pad.reshape(grid, 256).astype(np.float64).sum(axis=1)
@@ -83,7 +78,7 @@ def test_a_changed_local_is_carried(mods, rng):
     grid = 3
     x = rng.integers(-1000, 1000, grid * 128).astype(np.int32)
     out = np.full(grid * 128, -7, np.int32)
-    _, out, _ = _both(mods, "changed", grid, 128, x, out, grid * 128)
+    _, out, _ = run_as_fission(mods, "changed", grid, 128, x, out, grid * 128)
     t = 127 - np.arange(128)
     want = (x.reshape(grid, 128)[:, t] * 2 + t).reshape(-1)
     np.testing.assert_array_equal(out, want)
@@ -93,7 +88,7 @@ def test_a_changed_local_is_carried(mods, rng):
 def test_a_local_read_from_memory_is_carried(mods, rng, n, block):
     buf = rng.integers(-1000, 1000, n).astype(np.int32)
     want = buf + 1
-    (buf, _) = _both(mods, "from_memory", -(-n // block), block, buf, n)
+    (buf, _) = run_as_fission(mods, "from_memory", -(-n // block), block, buf, n)
     np.testing.assert_array_equal(buf, want)
 
 

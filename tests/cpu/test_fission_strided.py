@@ -10,7 +10,7 @@ import pytest
 
 import quicklaunch as ql
 
-from .conftest import both_tiers, poisoned, run_both_tiers, compile_tier_ahead, tier_prefetch
+from .conftest import both_tiers, poisoned, run_as_fission, compile_tier_ahead, tier_prefetch
 
 SOURCE = r"""
 #define FULL 0xffffffffu
@@ -138,11 +138,6 @@ def mods(cpu):
     return both_tiers(cpu, SOURCE)
 
 
-def _both(mods, name, grid, block, *args):
-    assert mods[0][name].tier == "fission", mods[0][name].attributes["tier_reason"]
-    return run_both_tiers(mods, name, grid, block, *args)
-
-
 def test_which_loops_run_threads_innermost(mods):
     for name in KERNELS:
         reason = mods[0][name].attributes["tier_reason"]
@@ -172,7 +167,7 @@ def test_softmax_rows(mods, rng, cols):
     rows = 8
     x = (rng.standard_normal((rows, cols)) * 3).astype(np.float32)
     y = poisoned((rows, cols), np.float32)
-    _, y, _ = _both(mods, "softmax_rows", rows // 4, (32, 4), x, y, cols)
+    _, y, _ = run_as_fission(mods, "softmax_rows", rows // 4, (32, 4), x, y, cols)
     e = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))
     np.testing.assert_allclose(y, e / e.sum(1, keepdims=True), rtol=2e-6, atol=1e-9)
 
@@ -182,7 +177,7 @@ def test_softmax_rows(mods, rng, cols):
 def test_grid_stride_sum(mods, rng, n, block, grid):
     x = rng.standard_normal(n).astype(np.float32)
     out = poisoned(grid, np.float32)
-    _, out, _ = _both(mods, "grid_sum", grid, block, x, out, n)
+    _, out, _ = run_as_fission(mods, "grid_sum", grid, block, x, out, n)
     pad = np.zeros(-(-n // (block * grid)) * block * grid, np.float64)
     pad[:n] = x
     per_thread = pad.reshape(-1, grid, block).sum(0)   # [block, thread]
@@ -193,7 +188,7 @@ def test_grid_stride_sum(mods, rng, n, block, grid):
 def test_forms(mods, rng, n, block):
     x = rng.standard_normal(n).astype(np.float32)
     out = poisoned(block, np.float32)
-    _, out, _ = _both(mods, "forms", 1, block, x, out, n)
+    _, out, _ = run_as_fission(mods, "forms", 1, block, x, out, n)
     t = np.arange(block)
     a = np.array([x[i::32][x[i::32] >= 0].astype(np.float64).sum() for i in t])
     b = np.zeros(block)
@@ -214,7 +209,7 @@ def test_exited_threads_skip_the_loop(mods, rng, live):
     n, block = 200, 64
     x = rng.standard_normal(n).astype(np.float32)
     out = poisoned(block, np.float32)
-    _, out, _, _ = _both(mods, "exited", 1, block, x, out, n, live)
+    _, out, _, _ = run_as_fission(mods, "exited", 1, block, x, out, n, live)
     acc = np.array([(x[i::block].astype(np.float64) * 2).sum() for i in range(live)])
     np.testing.assert_allclose(out[:live], acc[0] + acc, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(out[live:].view(np.uint32),
@@ -225,7 +220,7 @@ def test_exited_threads_skip_the_loop(mods, rng, live):
 def test_under_a_warp_uniform_branch(mods, rng, cols):
     x = rng.standard_normal(4 * cols).astype(np.float32)
     out = poisoned(128, np.float32)
-    _, out, _ = _both(mods, "guarded", 1, (32, 4), x, out, cols)
+    _, out, _ = run_as_fission(mods, "guarded", 1, (32, 4), x, out, cols)
     got = out.reshape(4, 32)
     for r in range(4):
         if r % 2:
@@ -240,7 +235,7 @@ def test_under_a_warp_uniform_branch(mods, rng, cols):
 def test_a_counter_shadowing_a_local(mods, rng, n):
     x = rng.standard_normal(n + 2).astype(np.float32)
     out = poisoned(64, np.float32)
-    _, out, _ = _both(mods, "shadowed", 1, 64, x, out, n)
+    _, out, _ = run_as_fission(mods, "shadowed", 1, 64, x, out, n)
     t = np.arange(64)
     acc = np.array([x[i + (2 * i) % 3:n + (2 * i) % 3:64].astype(np.float64).sum() for i in t])
     np.testing.assert_allclose(out, acc[63 - t] + 2 * t, rtol=1e-5, atol=1e-5)
@@ -253,7 +248,7 @@ def test_kept_loops(mods, rng, n):
     lens = rng.integers(0, n + 1, block).astype(np.int32)
     out = poisoned(block, np.float32)
     count = np.zeros(1, np.int32)
-    _, out, count, _, _ = _both(mods, "kept", 1, block, x, out, count, lens, n)
+    _, out, count, _, _ = run_as_fission(mods, "kept", 1, block, x, out, count, lens, n)
     assert count[0] == sum(len(range(t, n, 32)) for t in range(block))
 
 

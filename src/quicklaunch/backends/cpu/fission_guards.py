@@ -83,27 +83,44 @@ class Guards:
         except ValueError:
             return None
 
-    def x_like(self, c) -> bool:
-        """`threadIdx.x`, the linear thread index, or a local holding either
-        unchanged, through casts to integer types of 32 bits or more."""
+    def through_wide_casts(self, c):
+        """`c` without its parentheses and casts to integer types of 32 bits
+        or more (which keep any threadIdx.x unchanged); None through any
+        other cast."""
         CK = self.CK
         c = _strip(c)
         while c.kind in (CK.PAREN_EXPR, CK.UNEXPOSED_EXPR, CK.CSTYLE_CAST_EXPR,
                          CK.CXX_STATIC_CAST_EXPR, CK.CXX_FUNCTIONAL_CAST_EXPR):
             if c.type.get_canonical().kind.name not in _WIDE_INTS:
-                return False
+                return None
             kids = [k for k in _children(c) if k.kind != CK.TYPE_REF]
             if len(kids) != 1:
-                return False
+                return None
             c = _strip(kids[0])
+        return c
+
+    def is_thread_x(self, c) -> bool:
+        """Whether `c` (through wide casts) reads the builtin threadIdx.x."""
+        c = self.through_wide_casts(c)
+        if c is None or c.kind != self.CK.MEMBER_REF_EXPR or c.spelling != "x":
+            return False
+        base = _children(c)
+        b = _strip(base[0]) if base else None
+        return b is not None and b.kind == self.CK.DECL_REF_EXPR and \
+            b.spelling == "threadIdx" and b.referenced is not None and \
+            not _in_main(b.referenced, self.main)
+
+    def x_like(self, c) -> bool:
+        """`threadIdx.x`, the linear thread index, or a local holding either
+        unchanged, through casts to integer types of 32 bits or more."""
+        CK = self.CK
+        if self.is_thread_x(c):
+            return True
+        c = self.through_wide_casts(c)
+        if c is None:
+            return False
         if self.is_linear_thread(c):     # a tile's ranks (fission_tiles.py): warps are
             return True                    # consecutive linear indices, whatever the rows
-        if c.kind == CK.MEMBER_REF_EXPR and c.spelling == "x":
-            base = _children(c)
-            b = _strip(base[0]) if base else None
-            return b is not None and b.kind == CK.DECL_REF_EXPR and \
-                b.spelling == "threadIdx" and b.referenced is not None and \
-                not _in_main(b.referenced, self.main)
         if c.kind == CK.DECL_REF_EXPR and c.referenced is not None:
             return c.referenced.hash in self.x_locals
         return False

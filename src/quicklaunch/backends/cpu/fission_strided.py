@@ -110,30 +110,17 @@ class Strided:
         return self.src.text(e.extent.start.offset, e.extent.end.offset)
 
     def _x_only(self, c) -> bool:
-        """`threadIdx.x`, or a local holding it unchanged, through casts to
-        integer types of 32 bits or more."""
-        CK = self.CK
-        c = _strip(c)
-        while c.kind in (CK.CSTYLE_CAST_EXPR, CK.CXX_STATIC_CAST_EXPR,
-                         CK.CXX_FUNCTIONAL_CAST_EXPR, CK.UNEXPOSED_EXPR, CK.PAREN_EXPR):
-            if c.type.get_canonical().kind.name not in _INTS:
-                return False
-            kids = [k for k in _children(c) if k.kind != CK.TYPE_REF]
-            if len(kids) != 1:
-                return False
-            c = _strip(kids[0])
-        if c.kind == CK.MEMBER_REF_EXPR and c.spelling == "x":
-            base = _children(c)
-            b = _strip(base[0]) if base else None
-            return b is not None and b.kind == CK.DECL_REF_EXPR and \
-                b.spelling == "threadIdx" and b.referenced is not None and \
-                not _in_main(b.referenced, self.main)
-        if c.kind == CK.DECL_REF_EXPR and c.referenced is not None and \
-                c.referenced.hash in self.x_locals:
-            v = c.referenced
-            inits = [k for k in v.get_children() if k.kind not in (CK.TYPE_REF,
-                                                                  CK.NAMESPACE_REF)]
-            return len(inits) == 1 and self._x_only(inits[0])   # (not the linear index)
+        """`threadIdx.x`, or a local holding it unchanged (fission_guards.py's
+        x_locals, the linear index excluded), through casts to integer types
+        of 32 bits or more."""
+        if self.is_thread_x(c):
+            return True
+        c = self.through_wide_casts(c)
+        if c is not None and c.kind == self.CK.DECL_REF_EXPR and c.referenced is not None \
+                and c.referenced.hash in self.x_locals:
+            inits = [k for k in c.referenced.get_children()
+                     if k.kind not in (self.CK.TYPE_REF, self.CK.NAMESPACE_REF)]
+            return len(inits) == 1 and self._x_only(inits[0])
         return False
 
     def _x_plus(self, e):
