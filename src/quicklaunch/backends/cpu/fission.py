@@ -70,7 +70,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-27"
+    return f"fission={_libclang_version()}-pass-28"
 
 
 @dataclass
@@ -115,6 +115,7 @@ class _Kernel(Classify, Structure, Strided, Codegen, Remat, Guards):
         self.x_locals: set = set()     # locals holding threadIdx.x
         self.wu_locals: set = set()    # locals with a warp-uniform value
         self.strided = 0               # thread-strided loops, threads innermost
+        self.allow_strided = True      # (False: a second try without them)
 
 
 
@@ -190,15 +191,32 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
                 k = _Kernel(ci, fn, src, main, filename, defs)
                 inl = Inliner(ci, fn, src, main, defs, k.reaches_tier2, reparse)
                 fn2, src2, defs2 = inl.run()
-                if fn2 is not fn:
-                    k = _Kernel(ci, fn2, src2, main, filename, defs2)
-                    k.qual = _qualified(fn, CK) or fn.spelling
-                    k.inlined = inl.counter - inl.generated_calls
-                    k.tile_ops = inl.tiles.count
-                    k.cub_ops = inl.cub.count
+
+                def kernel(strided=True):
+                    if fn2 is fn:
+                        k = _Kernel(ci, fn, src, main, filename, defs)
+                    else:
+                        k = _Kernel(ci, fn2, src2, main, filename, defs2)
+                        k.qual = _qualified(fn, CK) or fn.spelling
+                        k.inlined = inl.counter - inl.generated_calls
+                        k.tile_ops = inl.tiles.count
+                        k.cub_ops = inl.cub.count
+                    k.allow_strided = strided
+                    return k
+                k = kernel()
                 _check_late(tu, CK, main, fn, k, body)
-                k.analyse()
-                text = k.generate(fname)
+                try:
+                    k.analyse()
+                    text = k.generate(fname)
+                except Refuse as why:
+                    if not k.strided:
+                        raise
+                    # the strided loops' own regions made a local live
+                    # across a boundary the pass cannot carry: without them
+                    k = kernel(strided=False)
+                    k.analyse()
+                    text = k.generate(fname)
+                    k.strided_refused = str(why)
                 ns = _namespaces(fn, CK)
                 opened = "".join(f"namespace {n} {{ " for n in ns)
                 closed = "}" * len(ns)
@@ -227,6 +245,10 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
         if done.strided:
             res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
                             f", {done.strided} thread-strided loop(s) run threads innermost")
+        if getattr(done, "strided_refused", None):
+            res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
+                            f", thread-strided loops left in their thread loops "
+                            f"({done.strided_refused})")
         if nwarp:
             res.warps.add(e)
         if getattr(done, "inlined", 0):

@@ -141,7 +141,8 @@ class Structure:
                 if st.kind == CK.NULL_STMT:
                     continue
                 self.counters_now = counters
-                plan = self.strided_loop(st)   # fission_strided.py
+                # fission_strided.py
+                plan = self.strided_loop(st) if self.allow_strided else None
                 if plan is not None:   # a region of its own, threads innermost
                     flush()
                     rid = self.new_region()
