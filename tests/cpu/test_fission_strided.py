@@ -121,6 +121,47 @@ __global__ void by_reference(const float *x, float *out, int n) {
     out[threadIdx.x] = s[63 - threadIdx.x];
 }
 
+// Counters the threads do not start at c0 + x in (an int against an
+// unsigned bound; an unsigned sum widened to 64 bits), a step that counts
+// down (unsigned), a macro naming a local: each left in its thread loop or
+// run there at run time, with the fibers' results.
+#define START tid + 1
+__global__ void odd_counters(const float *x, float *out, unsigned n, int off) {
+    __shared__ float s[64];
+    const unsigned tid = threadIdx.x;
+    float a = 0.f, b = 0.f, c3 = 0.f, d = 0.f;
+    for (int c = threadIdx.x + off; c < n; c += blockDim.x) a += x[c];
+    for (long long c = threadIdx.x + off; c < (long long)n; c += blockDim.x) b += x[c & 255];
+    for (unsigned c = threadIdx.x; c < n; c += 0xffffffffu) c3 += x[c];
+    for (int c = START; c < (int)n; c += 64) d += x[c];
+    s[tid] = a + b;
+    __syncthreads();
+    out[tid] = s[63 - tid] + c3 + d;
+}
+
+// A local array written at run-time indices: one object per thread (the
+// thread loops must not be marked independent for the compiler, which keeps
+// one array for the whole loop).
+__global__ void local_array(const float *x, const int *idx, float *out, int n) {
+    __shared__ float s[128];
+    s[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    float t[4];
+    int j = idx[threadIdx.x] & 3;
+    t[j] = s[threadIdx.x];
+    t[(j + 1) & 3] = 2.f * s[threadIdx.x];
+    float acc = t[j] + t[(j + 1) & 3];
+    for (int c = threadIdx.x; c < n; c += blockDim.x) {
+        float u[4];
+        int k = idx[c] & 3;
+        u[k] = x[c];
+        u[(k + 1) & 3] = 2.f * x[c];
+        acc += u[k] + u[(k + 1) & 3];
+    }
+    __syncthreads();
+    out[threadIdx.x] = acc + s[blockDim.x - 1 - threadIdx.x];
+}
+
 // Loops that stay in their thread loop: their threads' order would show,
 // or the pass cannot prove every thread's counter.
 __global__ void kept(const float *x, float *out, int *count, const int *len, int n) {
@@ -139,9 +180,9 @@ __global__ void kept(const float *x, float *out, int *count, const int *len, int
 """
 
 KERNELS = ["softmax_rows", "grid_sum", "forms", "exited", "guarded", "shadowed", "by_reference",
-           "kept"]
+           "odd_counters", "local_array", "kept"]
 INTERCHANGED = {"softmax_rows": 2, "grid_sum": 1, "forms": 4, "exited": 1, "guarded": 1,
-                "shadowed": 1}
+                "shadowed": 1, "odd_counters": 1, "local_array": 1}
 
 prefetch_job = tier_prefetch(SOURCE)
 compile_ahead = compile_tier_ahead
@@ -264,6 +305,48 @@ def test_a_loop_the_pass_cannot_split_off_stays_in_its_region(mods, rng):
     _, out, _ = run_as_fission(mods, "by_reference", 1, 64, x, out, n)
     acc = np.array([x[i::64].astype(np.float64).sum() for i in range(64)])
     np.testing.assert_allclose(out, acc[::-1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n, off", [(200, -3), (200, 5), (1, 0), (256, -70)])
+def test_counters_that_do_not_start_at_c0_plus_x(mods, rng, n, off):
+    x = rng.standard_normal(max(n, 256) + 70).astype(np.float32)
+    out = poisoned(64, np.float32)
+    run_as_fission(mods, "odd_counters", 1, 64, x, out, n, off)
+
+
+@pytest.mark.parametrize("n", [1, 100, 300])
+def test_local_arrays_stay_per_thread(mods, rng, n):
+    x = rng.standard_normal(max(n, 128)).astype(np.float32)
+    idx = rng.integers(0, 1000, max(n, 128)).astype(np.int32)
+    out = poisoned(128, np.float32)
+    _, _, out, _ = run_as_fission(mods, "local_array", 1, 128, x, idx, out, n)
+    t = np.arange(128)
+    acc = 3.0 * x[:128].astype(np.float64) + np.array(
+        [3.0 * x[i:n:128].astype(np.float64).sum() for i in t])
+    np.testing.assert_allclose(out, acc + x[127 - t], rtol=1e-5, atol=1e-5)
+
+
+def test_strided_code_that_does_not_compile_falls_back_to_plain_fission(monkeypatch, rng):
+    """A gap in the strided loops' code (simulated): the module is built
+    again without them, its kernels still run as fission, with the right
+    results."""
+    from quicklaunch.backends.cpu import fission_strided
+    real = fission_strided.Strided.emit_strided
+    monkeypatch.setattr(fission_strided.Strided, "emit_strided",
+                        lambda self, *a: real(self, *a) + "\nthis does not compile;")
+    src = SOURCE + f"\n// {rng.integers(1 << 62)}\n"   # a module of its own in the cache
+    monkeypatch.setenv("QUICKLAUNCH_CPU_FISSION", "1")
+    fis = ql.compile(src, device="cpu")
+    assert fis.grid_sum.tier == "fission", fis.grid_sum.attributes["tier_reason"]
+    assert "threads innermost" not in fis.grid_sum.attributes["tier_reason"]
+    n, grid = 1000, 3
+    x = rng.standard_normal(n).astype(np.float32)
+    out = poisoned(grid, np.float32)
+    fis.grid_sum[grid, 64](x, out, n)
+    pad = np.zeros(-(-n // (64 * grid)) * 64 * grid)
+    pad[:n] = x
+    np.testing.assert_allclose(out, pad.reshape(-1, grid, 64).sum(0).sum(1), rtol=1e-4,
+                               atol=1e-4)
 
 
 @pytest.mark.parametrize("n", [7, 200])

@@ -398,6 +398,18 @@ def _compile_body(body, key, source, options, exprs, meta, debug, origin, filena
     except CompileError as exc:
         if not plan.rows:
             raise
+        if plan.strided:   # a gap in the strided loops' code: the plan without them
+            for e in plan.rows:
+                meta["tiers"][e] = 2
+            plan2 = _fission_plan(body, exprs, meta, filename, first_line, cc, debug,
+                                  strided=False)
+            tu = translation_unit(body, exprs, filename, first_line, meta["tiers"], plan2.code,
+                                  plan2.rows, frozenset(plan2.warps), frozenset(plan2.warp_rows))
+            try:
+                return _compile(tu, cc, debug, source, origin, filename, key, defines,
+                                first_line, shown=options, logs=logs)
+            except CompileError:
+                plan = plan2
         # The generated code did not compile (a gap in the pass): the same
         # module with every barrier kernel on fibers; its errors are the user's.
         tu = translation_unit(body, exprs, filename, first_line, meta["tiers"])
@@ -414,7 +426,7 @@ _LOOP_REASON = "no barrier, warp function or cooperative group reached: a loop o
                "block's threads"
 
 
-def _fission_plan(source, exprs, meta, filename, first_line, cc, debug):
+def _fission_plan(source, exprs, meta, filename, first_line, cc, debug, strided=True):
     """Runs the fission pass over the module's tier-2 kernels; records each
     kernel's tier and reason in meta["tier"] ({expr: [name, reason]})."""
     tiers_ = meta["tiers"]
@@ -433,7 +445,7 @@ def _fission_plan(source, exprs, meta, filename, first_line, cc, debug):
         try:
             plan = fission.plan(user_body(source, filename, first_line), exprs, tiers_,
                                 filename, first_line, cc, toolchain.find_compiler().path,
-                                _cache)
+                                _cache, strided=strided)
         except Exception as exc:   # the pass must never break a build
             plan = fission.Result()
             why = f"the fission pass failed: {type(exc).__name__}: {exc}"

@@ -70,7 +70,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-28"
+    return f"fission={_libclang_version()}-pass-31"
 
 
 @dataclass
@@ -80,6 +80,7 @@ class Result:
     warps: set = field(default_factory=set)       # exprs whose fission uses warp functions
     warp_rows: set = field(default_factory=set)   # ... and warp-uniform branches on threadIdx.x
     code: str = ""                                 # the generated functions
+    strided: bool = False                          # some loop runs threads innermost
     parse_s: float = 0.0
 
 
@@ -121,8 +122,9 @@ class _Kernel(Classify, Structure, Strided, Codegen, Remat, Guards):
 
 
 def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_line: int,
-         cc: tuple[str, ...], compiler_path: str, cache=None) -> Result:
-    """Which tier-2 kernels run as fission, and their generated functions."""
+         cc: tuple[str, ...], compiler_path: str, cache=None, strided: bool = True) -> Result:
+    """Which tier-2 kernels run as fission, and their generated functions
+    (`strided`: False leaves thread-strided loops in their regions)."""
     import time
     res = Result()
     wanted = [e for e in exprs if kernel_tiers.get(e) == 2]
@@ -203,7 +205,7 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
                         k.cub_ops = inl.cub.count
                     k.allow_strided = strided
                     return k
-                k = kernel()
+                k = kernel(strided)
                 _check_late(tu, CK, main, fn, k, body)
                 try:
                     k.analyse()
@@ -243,6 +245,7 @@ def plan(body: str, exprs: list[str], kernel_tiers: dict, filename: str, first_l
                         f"{len(done.replicated) - len(getattr(done, 'promoted', ()))} local(s) "
                         f"replicated per thread")
         if done.strided:
+            res.strided = True
             res.tiers[e] = (res.tiers[e][0], res.tiers[e][1] +
                             f", {done.strided} thread-strided loop(s) run threads innermost")
         if getattr(done, "strided_refused", None):

@@ -23,6 +23,11 @@ from .fission_classify import Refuse
 # GCC only: clang's equivalent (vectorize(assume_safety)) also vectorises a
 # loop of loads through per-thread pointers, where a fault then names
 # another thread of the vector (tests/cpu/test_fission.py's faulting).
+# Not where the loop's body has an object of its own in memory (an array or
+# struct declared in it, a local whose address is taken, whatever a call
+# other than the shim's math may declare once inlined): GCC keeps one such
+# object for all iterations, and told they are independent it vectorises
+# its stores and loads across threads wrongly (parallel_ok).
 PARALLEL = "\n#if !defined(__clang__)\n#pragma GCC ivdep\n#endif\n"
 
 
@@ -135,8 +140,29 @@ class Codegen:
                        if not self.is_array(self.replicated[h]) and h not in self.remat)
         return refs, outs
 
+    def parallel_ok(self, cursors) -> bool:
+        """Whether a thread loop over `cursors` (its statements) may be
+        marked PARALLEL: no local array or struct, no address of a local,
+        and no call but the shim's math and the warp functions (which the
+        loop replaces by reads of the block's scratch)."""
+        CK = self.CK
+        kinds = {"CONSTANTARRAY", "INCOMPLETEARRAY", "VARIABLEARRAY", "DEPENDENTSIZEDARRAY",
+                 "RECORD", "ELABORATED", "UNEXPOSED"}
+        for c in cursors:
+            if c is None:
+                continue
+            for x, _ in _walk(c):
+                if x.kind == CK.VAR_DECL and x.type.get_canonical().kind.name in kinds:
+                    return False
+                if x.kind == CK.UNARY_OPERATOR and self.unop(x) in ("&", None):
+                    return False
+                if x.kind == CK.CALL_EXPR and not self.is_barrier_call(x) and \
+                        not self.is_linear_thread(x) and not self._pure_call(x):
+                    return False
+        return True
+
     def thread_loop(self, rid, body_text: str, names_used: set, declared=(),
-                    write=True, written=None) -> str:
+                    write=True, written=None, parallel=False) -> str:
         """A loop over the block's threads around `body_text`. Replicated
         locals are copied in at the start and out at the end (a register in
         the loop, not memory that the kernel's pointers might alias); out
@@ -159,7 +185,8 @@ class Codegen:
         return ("\nfor (unsigned __ql_z = 0; __ql_z < __ql_bz; ++__ql_z) { "
                 "__ql_tid.z = __ql_z; for (unsigned __ql_y = 0; __ql_y < __ql_by; ++__ql_y) { "
                 "__ql_tid.y = __ql_y; const size_t __ql_t0 = ((size_t)__ql_z * __ql_by + "
-                f"__ql_y) * __ql_bx; {PARALLEL}for (unsigned __ql_x = 0; __ql_x < __ql_bx; "
+                f"__ql_y) * __ql_bx; {PARALLEL if parallel else ''}for (unsigned __ql_x = 0; "
+                "__ql_x < __ql_bx; "
                 "++__ql_x) { const size_t __ql_t = __ql_t0 + __ql_x; "
                 f"__ql_tid.x = __ql_x; {skip}{{ "
                 "const uint3 threadIdx = {__ql_x, __ql_y, __ql_z}; (void)threadIdx; "
@@ -185,7 +212,8 @@ class Codegen:
                 for st, _ in pieces:
                     written |= set(self.written_vars(st))
                 out.append(self.thread_loop(rid, text, self.region_uses(rid, declared),
-                                            declared, written=written))
+                                            declared, written=written,
+                                            parallel=self.parallel_ok(st for st, _ in pieces)))
                 if self.returns:
                     out.append("\nif (__ql_gone == __ql_n) return;")
             elif k == "strided":   # fission_strided.py
@@ -204,14 +232,16 @@ class Codegen:
                             self.apply(c.extent.start.offset, c.extent.end.offset, {})
                     out.append(self.thread_loop(prid, fission_warp.store(w, bid, text(w.value),
                                                                          text(w.arg)),
-                                                self.region_uses(prid, set()), write=False))
+                                                self.region_uses(prid, set()), write=False,
+                                                parallel=self.parallel_ok((w.value, w.arg))))
                     continue
                 init, op = {"count": ("0", "+="), "and": ("1", "&="), "or": ("0", "|=")}[kind]
                 ptxt = self.line(pred.extent.start.offset) + self.apply(
                     pred.extent.start.offset, pred.extent.end.offset, {})
                 out.append(f"\nint __ql_b{bid} = {init};")
                 out.append(self.thread_loop(prid, f"__ql_b{bid} {op} ((int)({ptxt}) != 0);",
-                                            self.region_uses(prid, set()), write=False))
+                                            self.region_uses(prid, set()), write=False,
+                                            parallel=self.parallel_ok((pred,))))
             elif k in ("for", "while"):
                 header, off = it[1]
                 out.append(self.line(off) + header + " {" + self.emit(it[2]) + "\n}")

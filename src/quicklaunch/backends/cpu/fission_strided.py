@@ -42,7 +42,9 @@ fission._Kernel."""
 from __future__ import annotations
 
 import os
+import re
 
+from . import fission_warp
 from .clang_front import _children, _in_main, _strip, _walk
 from .fission_codegen import PARALLEL
 
@@ -90,17 +92,41 @@ class Strided:
         step = self._step(inc, var)
         if offset is None or bound is None or step is None:
             return None
-        if not self._plain_body(body, var):
+        ctype = var.type.get_canonical()
+        # thread x's first counter is c0 + x in the counter's type only when
+        # threadIdx.x + A has its width (an unsigned sum widened to a 64-bit
+        # counter is not), and the test orders the threads only when it
+        # compares in the counter's type (an int against an unsigned bound
+        # does not)
+        total = _strip(inits[0]).type.get_canonical()
+        if offset != "0" and (total.kind.name not in _INTS or
+                              total.get_size() != ctype.get_size()):
+            return None
+        if bound[2].kind != ctype.kind:
+            return None
+        if not self._plain_body(body, var) or self._local_names(st):
             return None
         return {"var": var, "type": self.spell_type(var.type), "offset": offset,
                 "op": bound[0], "bound": bound[1], "step": step, "body": body}
 
     # ------------------------------------------------------------ header
     def _uniform_text(self, e):
-        """The source text of `e` when it is block-uniform and only reads."""
+        """The source text of `e` when it is block-uniform and only reads,
+        and names no macro of the module but a number (the text is emitted
+        outside the loop's region, where a macro's locals are not)."""
         from .fission_classify import Refuse
         if not self.pure(e):
             return None
+        text = self.src.text(e.extent.start.offset, e.extent.end.offset)
+        if not hasattr(self, "module_macros"):
+            self.module_macros = set(re.findall(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)",
+                                                self.src.data, re.M))
+            self.numbers = {n for n, v in fission_warp.object_macros(
+                self.src.text(0, len(self.src.data))).items()
+                if re.fullmatch(r"\(*[0-9][0-9a-fA-FxXuUlL.]*\)*", v)}
+        for name in re.findall(r"[A-Za-z_]\w*", text):
+            if name.encode() in self.module_macros and name not in self.numbers:
+                return None
         try:
             if self.uniform_expr(e, False, frozenset(getattr(self, "counters_now", ())),
                                  "strided loop"):
@@ -156,7 +182,8 @@ class Strided:
         else:
             return None
         text = self._uniform_text(other)
-        return None if text is None else (op, text)
+        side = a if other is b else b   # the counter, as converted for the test
+        return None if text is None else (op, text, side.type.get_canonical())
 
     def _step(self, inc, var):
         """S for `var += S` or `var = var + S`."""
@@ -179,6 +206,25 @@ class Strided:
                 if self._is_var(a, var):
                     return self._uniform_text(b)
         return None
+
+    def _local_names(self, st) -> bool:
+        """Whether the loop names a type, enumerator or typedef the kernel
+        declares: the loop's region is emitted apart from the statements
+        before it, where such a declaration may sit."""
+        CK = self.CK
+        a, b = self.body.extent.start.offset, self.body.extent.end.offset
+        for x, _ in _walk(st):
+            if x.kind in (CK.TYPE_REF, CK.DECL_REF_EXPR, CK.TEMPLATE_REF):
+                r = x.referenced
+                if r is not None and r.kind in (
+                        CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL, CK.ENUM_DECL,
+                        CK.ENUM_CONSTANT_DECL, CK.STRUCT_DECL, CK.CLASS_DECL,
+                        CK.UNION_DECL) and _in_main(r, self.main) and \
+                        a <= r.extent.start.offset < b and \
+                        not (st.extent.start.offset <= r.extent.start.offset <
+                             st.extent.end.offset):
+                    return True
+        return False
 
     # -------------------------------------------------------------- body
     def _plain_body(self, body, var) -> bool:
@@ -233,6 +279,8 @@ class Strided:
         name, op, bound = plan["var"].spelling, plan["op"], plan["bound"]
         hdr = self.line(st.extent.start.offset)
 
+        parallel = PARALLEL if self.parallel_ok((body,)) else ""
+
         def lanes(last: bool) -> str:
             test = f"if (!(__ql_cx{rid} {op} ({bound}))) break; " if last else ""
             # The counter is an induction variable of its own, not c0 plus a
@@ -240,14 +288,29 @@ class Strided:
             # is declared in a scope of its own, inside the thread's copies of
             # the replicated locals (a local of the kernel may have its name).
             return (f"__ql_C{rid} __ql_cx{rid} = __ql_c{rid}; "
-                    f"{PARALLEL}for (size_t __ql_i = 0; __ql_i < __ql_bx; "
+                    f"{parallel}for (size_t __ql_i = 0; __ql_i < __ql_bx; "
                     f"++__ql_i, ++__ql_cx{rid}) {{ "
                     "const size_t __ql_t = __ql_t0 + __ql_i; const unsigned __ql_x = "
                     f"(unsigned)__ql_i; {test}"
                     f"{skip}{{ const uint3 threadIdx = {{__ql_x, __ql_y, __ql_z}}; "
                     f"(void)threadIdx; {refs}{{ __ql_C{rid} {name} = __ql_cx{rid};"
                     f"\ndo {text}\n while (0);\n}}{outs}\n}} }}")
-        return (f"\n{{ using __ql_C{rid} = {plan['type']};"
+        # Runtime conditions (else the plain thread loop below): a step of
+        # at least 1 and at most a quarter of the type's range, and no
+        # counter of the block near the top of its type, so that thread x's
+        # counter is c0 + x at every step and those still in the loop are a
+        # prefix of the row (an unsigned step of 0xffffffff counts down).
+        C = f"__ql_C{rid}"
+        ok = (f"const {C} __ql_m{rid} = (({C})-1 < ({C})0) ? ({C})(~0ull >> (65 - 8 * "
+              f"sizeof({C}))) : ({C})~({C})0; "
+              f"const {C} __ql_s{rid} = ({C})({plan['step']}); "
+              f"const bool __ql_ok{rid} = __ql_s{rid} > ({C})0 && __ql_s{rid} <= __ql_m{rid} / 4 "
+              f"&& ({C})({plan['offset']}) <= __ql_m{rid} - ({C})__ql_bx && ({C})({bound}) <= "
+              f"__ql_m{rid} - __ql_s{rid} - ({C})__ql_bx;")
+        plain = self.thread_loop(rid, self.line(st.extent.start.offset) + self.piece(st, {}, rid),
+                                 self.region_uses(rid, set()), set(),
+                                 written=set(self.written_vars(st)))
+        return (f"\n{{ using __ql_C{rid} = {plan['type']};\n{ok}\nif (__ql_ok{rid}) {{"
                 "\nfor (unsigned __ql_z = 0; __ql_z < __ql_bz; ++__ql_z) { "
                 "for (unsigned __ql_y = 0; __ql_y < __ql_by; ++__ql_y) { "
                 "::ql_export::row_of_threads(__ql_tid, __ql_y, __ql_z); "
@@ -256,4 +319,4 @@ class Strided:
                 f"{hdr}for (__ql_C{rid} __ql_c{rid} = (__ql_C{rid})({plan['offset']}); "
                 f"__ql_c{rid} {op} ({bound}); __ql_c{rid} += ({plan['step']})) {{"
                 f"\nif ((__ql_C{rid})(__ql_c{rid} + (__ql_C{rid})(__ql_bx - 1)) {op} ({bound})) "
-                f"{{ {lanes(False)} }} else {{ {lanes(True)} }}\n}} }} }} }}")
+                f"{{ {lanes(False)} }} else {{ {lanes(True)} }}\n}} }} }}\n}} else {{{plain}\n}} }}")
