@@ -162,6 +162,21 @@ __global__ void local_array(const float *x, const int *idx, float *out, int n) {
     out[threadIdx.x] = acc + s[blockDim.x - 1 - threadIdx.x];
 }
 
+// Types the kernel declares, used after a barrier (in another region):
+// declared again at the top of the generated function.
+__global__ void local_types(const float *x, float *out, int n) {
+    __shared__ float s[64];
+    typedef long index_t;
+    enum { STEP = 64 };
+    using real = double;
+    real acc = 0.0;
+    s[threadIdx.x] = 1.f;
+    __syncthreads();
+    for (index_t c = threadIdx.x; c < (index_t)n; c += STEP) acc += (real)x[c];
+    __syncthreads();
+    out[threadIdx.x] = (float)acc + s[63 - threadIdx.x];
+}
+
 // Loops that stay in their thread loop: their threads' order would show,
 // or the pass cannot prove every thread's counter.
 __global__ void kept(const float *x, float *out, int *count, const int *len, int n) {
@@ -180,7 +195,7 @@ __global__ void kept(const float *x, float *out, int *count, const int *len, int
 """
 
 KERNELS = ["softmax_rows", "grid_sum", "forms", "exited", "guarded", "shadowed", "by_reference",
-           "odd_counters", "local_array", "kept"]
+           "odd_counters", "local_array", "local_types", "kept"]
 INTERCHANGED = {"softmax_rows": 2, "grid_sum": 1, "forms": 4, "exited": 1, "guarded": 1,
                 "shadowed": 1, "odd_counters": 1, "local_array": 1}
 
@@ -324,6 +339,15 @@ def test_local_arrays_stay_per_thread(mods, rng, n):
     acc = 3.0 * x[:128].astype(np.float64) + np.array(
         [3.0 * x[i:n:128].astype(np.float64).sum() for i in t])
     np.testing.assert_allclose(out, acc + x[127 - t], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [1, 300])
+def test_types_the_kernel_declares(mods, rng, n):
+    x = rng.standard_normal(n).astype(np.float32)
+    out = poisoned(64, np.float32)
+    _, out, _ = run_as_fission(mods, "local_types", 1, 64, x, out, n)
+    acc = np.array([x[i:n:64].astype(np.float64).sum() for i in range(64)])
+    np.testing.assert_allclose(out, acc + 1, rtol=1e-5, atol=1e-5)
 
 
 def test_strided_code_that_does_not_compile_falls_back_to_plain_fission(monkeypatch, rng):

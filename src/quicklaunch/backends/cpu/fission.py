@@ -70,7 +70,7 @@ def identity() -> str:
     ci = _cindex()
     if isinstance(ci, str):
         return "fission=no-libclang"
-    return f"fission={_libclang_version()}-pass-31"
+    return f"fission={_libclang_version()}-pass-32"
 
 
 @dataclass

@@ -280,28 +280,42 @@ class Codegen:
         return c
 
     def local_typedefs(self) -> list:
-        """The kernel's top-level typedefs and aliases that a hoisted
+        """The kernel's top-level typedefs, aliases and enums that a hoisted
         declaration names (`using R = cub::BlockReduce<int, 64>; __shared__
-        R::TempStorage t;`): declared again at the function's top, before it
-        (they stay in place too; an inner scope may declare them again). One
-        that reads a local of the kernel cannot move: refused."""
+        R::TempStorage t;`) or that a later statement may name (in another
+        region, it would not see them): declared again at the function's
+        top, before it (they stay in place too; an inner scope may declare
+        them again). One that reads a local of the kernel cannot move: a
+        hoisted declaration naming it is refused, any other is left where
+        it is."""
         CK = self.CK
         names = set()
         for st in self.hoisted:
             names |= set(re.findall(r"[A-Za-z_]\w*", self.src.text(st.extent.start.offset,
                                                                     st.extent.end.offset)))
         out = []
+        end = self.body.extent.end.offset
         for st in self.body.get_children():
             kids = _children(st) if st.kind == CK.DECL_STMT else []
-            if not kids or not all(k.kind in (CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL)
-                                   for k in kids) or not {k.spelling for k in kids} & names:
+            if not kids or not all(k.kind in (CK.TYPEDEF_DECL, CK.TYPE_ALIAS_DECL,
+                                              CK.ENUM_DECL) for k in kids):
                 continue
-            for x, _ in _walk(st):
-                r = x.referenced if x.kind == CK.DECL_REF_EXPR else None
-                if r is not None and r.kind == CK.VAR_DECL and r.hash in self.locals:
-                    raise Refuse(f"typedef '{kids[0].spelling}' reads a local of the kernel "
-                                 f"and names a __shared__ variable's type")
-            out.append(st)
+            declared = {k.spelling for k in kids} | {
+                e.spelling for k in kids if k.kind == CK.ENUM_DECL for e in k.get_children()
+                if e.kind == CK.ENUM_CONSTANT_DECL}
+            declared.discard("")
+            later = set(re.findall(r"[A-Za-z_]\w*", self.src.text(st.extent.end.offset, end)))
+            hoisted = bool(declared & names)
+            if not hoisted and not declared & later:
+                continue
+            reads = [x for x, _ in _walk(st) if x.kind == CK.DECL_REF_EXPR and
+                     x.referenced is not None and x.referenced.kind == CK.VAR_DECL and
+                     x.referenced.hash in self.locals]
+            if reads and hoisted:
+                raise Refuse(f"typedef '{kids[0].spelling}' reads a local of the kernel "
+                             f"and names a __shared__ variable's type")
+            if not reads:
+                out.append(st)
         return out
 
     def generate(self, fname: str) -> str:
