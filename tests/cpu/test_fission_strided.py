@@ -5,6 +5,8 @@ both ways, fission and fibers, on the same random inputs (same bits), and
 against NumPy; loops the pass must not interchange (atomics, a nested loop,
 break, a bound that differs between threads, a counter the body changes)
 stay in their thread loop, with the same bits too."""
+import uuid
+
 import numpy as np
 import pytest
 
@@ -358,7 +360,7 @@ def test_strided_code_that_does_not_compile_falls_back_to_plain_fission(monkeypa
     real = fission_strided.Strided.emit_strided
     monkeypatch.setattr(fission_strided.Strided, "emit_strided",
                         lambda self, *a: real(self, *a) + "\nthis does not compile;")
-    src = SOURCE + f"\n// {rng.integers(1 << 62)}\n"   # a module of its own in the cache
+    src = SOURCE + f"\n// {uuid.uuid4().hex}\n"   # a module of its own in any cache
     monkeypatch.setenv("QUICKLAUNCH_CPU_FISSION", "1")
     fis = ql.compile(src, device="cpu")
     assert fis.grid_sum.tier == "fission", fis.grid_sum.attributes["tier_reason"]
@@ -371,6 +373,24 @@ def test_strided_code_that_does_not_compile_falls_back_to_plain_fission(monkeypa
     pad[:n] = x
     np.testing.assert_allclose(out, pad.reshape(-1, grid, 64).sum(0).sum(1), rtol=1e-4,
                                atol=1e-4)
+
+
+def test_fission_code_that_never_compiles_falls_back_to_fibers(monkeypatch, rng):
+    """Both tries fail (simulated): every barrier kernel on fibers, with the
+    compiler's first error as the reason, and right results."""
+    from quicklaunch.backends.cpu import fission_codegen
+    real = fission_codegen.Codegen.generate
+    monkeypatch.setattr(fission_codegen.Codegen, "generate",
+                        lambda self, *a: real(self, *a) + "\nthis does not compile;")
+    src = SOURCE + f"\n// {uuid.uuid4().hex}\n"
+    monkeypatch.setenv("QUICKLAUNCH_CPU_FISSION", "1")
+    fis = ql.compile(src, device="cpu")
+    assert fis.grid_sum.tier == "fibers"
+    assert "the fission code did not compile" in fis.grid_sum.attributes["tier_reason"]
+    x = rng.standard_normal(100).astype(np.float32)
+    out = poisoned(1, np.float32)
+    fis.grid_sum[1, 64](x, out, 100)
+    np.testing.assert_allclose(out, x.astype(np.float64).sum(), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize("n", [7, 200])

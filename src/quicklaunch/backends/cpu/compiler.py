@@ -388,38 +388,31 @@ def _compile_body(body, key, source, options, exprs, meta, debug, origin, filena
                   first_line, cc, defines, logs) -> bytes:
     """Compiles the module with `body` as the user's code (fission planned
     for it): the shared object's bytes."""
-    plan = _fission_plan(body, exprs, meta, filename, first_line, cc, debug)
-    tu = translation_unit(body, exprs, filename, first_line, meta["tiers"], plan.code,
-                          plan.rows, frozenset(getattr(plan, "warps", ())),
-                          frozenset(getattr(plan, "warp_rows", ())))
-    try:
-        return _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
-                        shown=options, logs=logs)
-    except CompileError as exc:
-        if not plan.rows:
-            raise
-        if plan.strided:   # a gap in the strided loops' code: the plan without them
-            for e in plan.rows:
+    first = None
+    for strided in (True, False):
+        plan = _fission_plan(body, exprs, meta, filename, first_line, cc, debug, strided)
+        tu = translation_unit(body, exprs, filename, first_line, meta["tiers"], plan.code,
+                              plan.rows, frozenset(plan.warps), frozenset(plan.warp_rows))
+        try:
+            return _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
+                            shown=options, logs=logs)
+        except CompileError as exc:
+            if not plan.rows:
+                raise
+            first = first or exc
+            for e in plan.rows:   # planned again below, or on fibers
                 meta["tiers"][e] = 2
-            plan2 = _fission_plan(body, exprs, meta, filename, first_line, cc, debug,
-                                  strided=False)
-            tu = translation_unit(body, exprs, filename, first_line, meta["tiers"], plan2.code,
-                                  plan2.rows, frozenset(plan2.warps), frozenset(plan2.warp_rows))
-            try:
-                return _compile(tu, cc, debug, source, origin, filename, key, defines,
-                                first_line, shown=options, logs=logs)
-            except CompileError:
-                plan = plan2
-        # The generated code did not compile (a gap in the pass): the same
-        # module with every barrier kernel on fibers; its errors are the user's.
-        tu = translation_unit(body, exprs, filename, first_line, meta["tiers"])
-        data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
-                        shown=options, logs=logs)
-        first = next((ln for ln in str(exc).splitlines() if "error" in ln), "")
-        for e in plan.rows:
-            meta["tier"][e] = ["fibers", f"the fission code did not compile: {first.strip()}"]
-            meta["tiers"][e] = 2
-        return data
+            if not plan.strided:   # (else a gap in the strided loops' code: without them)
+                break
+    # The generated code did not compile (a gap in the pass): the same
+    # module with every barrier kernel on fibers; its errors are the user's.
+    tu = translation_unit(body, exprs, filename, first_line, meta["tiers"])
+    data = _compile(tu, cc, debug, source, origin, filename, key, defines, first_line,
+                    shown=options, logs=logs)
+    line = next((ln for ln in str(first).splitlines() if "error" in ln), "")
+    for e in plan.rows:
+        meta["tier"][e] = ["fibers", f"the fission code did not compile: {line.strip()}"]
+    return data
 
 
 _LOOP_REASON = "no barrier, warp function or cooperative group reached: a loop over the " \

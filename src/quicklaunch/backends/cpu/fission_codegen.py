@@ -157,7 +157,7 @@ class Codegen:
                 if x.kind == CK.UNARY_OPERATOR and self.unop(x) in ("&", None):
                     return False
                 if x.kind == CK.CALL_EXPR and not self.is_barrier_call(x) and \
-                        not self.is_linear_thread(x) and not self._pure_call(x):
+                        not self.is_linear_thread(x) and not self.pure_call(x):
                     return False
         return True
 

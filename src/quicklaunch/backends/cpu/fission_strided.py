@@ -118,14 +118,14 @@ class Strided:
         if not self.pure(e):
             return None
         text = self.src.text(e.extent.start.offset, e.extent.end.offset)
-        if not hasattr(self, "module_macros"):
-            self.module_macros = set(re.findall(rb"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)",
-                                                self.src.data, re.M))
-            self.numbers = {n for n, v in fission_warp.object_macros(
-                self.src.text(0, len(self.src.data))).items()
-                if re.fullmatch(r"\(*[0-9][0-9a-fA-FxXuUlL.]*\)*", v)}
+        if not hasattr(self, "defined"):
+            self.defined = set(re.findall(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)",
+                                          self.src.text(0, len(self.src.data)), re.M))
+        if not hasattr(self, "macros"):   # (shared with fission_structure's warp_stmt)
+            self.macros = fission_warp.object_macros(self.src.text(0, len(self.src.data)))
         for name in re.findall(r"[A-Za-z_]\w*", text):
-            if name.encode() in self.module_macros and name not in self.numbers:
+            if name in self.defined and not re.fullmatch(r"\(*[0-9][0-9a-fA-FxXuUlL.]*\)*",
+                                                         self.macros.get(name, "")):
                 return None
         try:
             if self.uniform_expr(e, False, frozenset(getattr(self, "counters_now", ())),
@@ -133,7 +133,7 @@ class Strided:
                 return None
         except Refuse:
             return None
-        return self.src.text(e.extent.start.offset, e.extent.end.offset)
+        return text
 
     def _x_only(self, c) -> bool:
         """`threadIdx.x`, or a local holding it unchanged (fission_guards.py's
@@ -193,12 +193,9 @@ class Strided:
         if len(kids) != 2 or not self._is_var(kids[0], var):
             return None
         if e.kind == CK.COMPOUND_ASSIGNMENT_OPERATOR:
-            toks = [t.spelling for t in e.get_tokens()]
             lhs_end = kids[0].extent.end.offset
             after = [t.spelling for t in e.get_tokens() if t.extent.start.offset >= lhs_end]
-            if not toks or not after or after[0] != "+=":
-                return None
-            return self._uniform_text(kids[1])
+            return self._uniform_text(kids[1]) if after[:1] == ["+="] else None
         if e.kind == CK.BINARY_OPERATOR and self.binop(e) == "=":
             r = _strip(kids[1])
             if r.kind == CK.BINARY_OPERATOR and self.binop(r) == "+":
@@ -238,7 +235,7 @@ class Strided:
                                    CK.GOTO_STMT, CK.INDIRECT_GOTO_STMT, CK.LAMBDA_EXPR,
                                    CK.CXX_THROW_EXPR, CK.CXX_NEW_EXPR, CK.CXX_DELETE_EXPR):
                 return False
-            if k == CK.CALL_EXPR and not self._pure_call(x):
+            if k == CK.CALL_EXPR and not self.pure_call(x):
                 return False
             if k in (CK.DECL_REF_EXPR, CK.MEMBER_REF_EXPR, CK.VAR_DECL) and \
                     "volatile" in x.type.spelling:
@@ -248,7 +245,7 @@ class Strided:
                 return False
         return True
 
-    def _pure_call(self, call) -> bool:
+    def pure_call(self, call) -> bool:
         """A call of the shim's math (expf, fmaxf, __fdividef, make_float2,
         conversions), nothing else: their order across threads cannot show."""
         if self.is_barrier_call(call):
@@ -268,9 +265,8 @@ class Strided:
     def emit_strided(self, rid, st, plan) -> str:
         """The loop with the row's threads innermost (see the module's
         docstring)."""
-        declared: set = set()
-        refs, outs = self.copies(self.region_uses(rid, declared), declared,
-                                 set(self.written_vars(st)))
+        written = set(self.written_vars(st))
+        refs, outs = self.copies(self.region_uses(rid, set()), set(), written)
         skip = "if (__ql_exited[__ql_t]) continue; " if self.returns else ""
         if self.guard_stack:
             skip += f"if (!({' && '.join(self.guard_stack)})) continue; "
@@ -278,7 +274,6 @@ class Strided:
         text = self.line(body.extent.start.offset) + self.piece(body, {}, rid)
         name, op, bound = plan["var"].spelling, plan["op"], plan["bound"]
         hdr = self.line(st.extent.start.offset)
-
         parallel = PARALLEL if self.parallel_ok((body,)) else ""
 
         def lanes(last: bool) -> str:
@@ -307,9 +302,8 @@ class Strided:
               f"const bool __ql_ok{rid} = __ql_s{rid} > ({C})0 && __ql_s{rid} <= __ql_m{rid} / 4 "
               f"&& ({C})({plan['offset']}) <= __ql_m{rid} - ({C})__ql_bx && ({C})({bound}) <= "
               f"__ql_m{rid} - __ql_s{rid} - ({C})__ql_bx;")
-        plain = self.thread_loop(rid, self.line(st.extent.start.offset) + self.piece(st, {}, rid),
-                                 self.region_uses(rid, set()), set(),
-                                 written=set(self.written_vars(st)))
+        plain = self.thread_loop(rid, hdr + self.piece(st, {}, rid), self.region_uses(rid, set()),
+                                 set(), written=written)
         return (f"\n{{ using __ql_C{rid} = {plan['type']};\n{ok}\nif (__ql_ok{rid}) {{"
                 "\nfor (unsigned __ql_z = 0; __ql_z < __ql_bz; ++__ql_z) { "
                 "for (unsigned __ql_y = 0; __ql_y < __ql_by; ++__ql_y) { "
